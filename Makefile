@@ -1,0 +1,42 @@
+# Two commands set everything up on a fresh machine: `make serve` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test install install-test chromium bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(STAMP) pyproject.toml
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+install: $(STAMP)
+
+install-test: $(VENV)/.installed-test chromium
+
+# Debian's Chromium for the page tests (Playwright drives it; it never downloads a browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the page tests"; \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
+	  else (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); fi; }
+
+serve: $(STAMP)
+	$(BIN)/iriis serve
+
+test: install-test
+	$(BIN)/python -m pytest -q -rs
+
+bench: install-test
+	$(BIN)/python benchmarks/chat_overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,114 @@
+"""Try providers in the router's order, reacting to each failure the way the spec asks.
+
+Pure asyncio, no Ray: the router behind `RouterClient` is a local RouterState in tests and the
+ProviderRouter actor in the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+from actors.providers.openai_compat import OpenAICompatProvider, count_images
+from actors.providers.router_state import WAIT_FOR_FREE, RouteEntry, RouterState
+from actors.providers.types import AllProvidersFailed, Delta, ProviderError
+
+
+class RouterClient(Protocol):
+    async def candidates(self, images: int = 0) -> list[RouteEntry]: ...
+    async def record(self, key: str, outcome: str, value: float | None = None) -> float: ...
+    def note_success(self, key: str, elapsed: float) -> None: ...
+    async def seconds_until_ready(self, images: int = 0) -> float | None: ...
+
+
+def apply_outcome(state: RouterState, key: str, outcome: str, value: float | None) -> float:
+    """Feed one call's outcome to the state machine; returns seconds to wait before a retry."""
+    if outcome == "success":
+        state.record_success(key, value or 0.0)
+    elif outcome == "timeout":
+        state.record_timeout(key)
+    elif outcome in ("server", "network", "auth"):
+        state.record_server_error(key)
+    elif outcome == "rate_limit":
+        return state.record_rate_limit(key, value)
+    elif outcome == "not_found":
+        state.record_not_found(key)
+    elif outcome == "too_many_images":
+        state.record_too_many_images(key, int(value or 0))
+    # bad_request: our payload, not the provider's health; no penalty.
+    return 0.0
+
+
+class LocalRouter:
+    """RouterClient over an in-process RouterState (tests, and single-process tools)."""
+
+    def __init__(self, state: RouterState) -> None:
+        self.state = state
+
+    async def candidates(self, images: int = 0) -> list[RouteEntry]:
+        return self.state.candidates(images)
+
+    async def record(self, key: str, outcome: str, value: float | None = None) -> float:
+        return apply_outcome(self.state, key, outcome, value)
+
+    def note_success(self, key: str, elapsed: float) -> None:
+        self.state.record_success(key, elapsed)
+
+    async def seconds_until_ready(self, images: int = 0) -> float | None:
+        return self.state.seconds_until_ready(images)
+
+
+async def stream_with_failover(
+    router: RouterClient,
+    providers: dict[str, OpenAICompatProvider],
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    timeout: float,
+    person_waiting: bool = True,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> AsyncIterator[Delta]:
+    """Stream from the first provider that answers.
+
+    Once a provider has produced output we cannot switch: the person has already heard it,
+    so a failure mid-answer is raised, not retried elsewhere.
+    """
+    images = count_images(messages)
+    last: ProviderError | None = None
+    for round_ in range(2):
+        for entry in await router.candidates(images):
+            provider = providers.get(entry.provider)
+            if provider is None:
+                continue
+            for _retry in range(2):  # a second go only after a short rate-limit wait
+                started = time.monotonic()
+                produced = False
+                try:
+                    async for delta in provider.stream(entry.model, messages, tools, timeout):
+                        if not produced:
+                            produced = True
+                            # Latency is time to first output: what the listener waits for.
+                            # Not awaited: the first words must not wait on bookkeeping.
+                            router.note_success(entry.key, time.monotonic() - started)
+                        yield delta
+                    if not produced:
+                        router.note_success(entry.key, time.monotonic() - started)
+                    return
+                except ProviderError as exc:
+                    last = exc
+                    value = float(images) if exc.kind == "too_many_images" else exc.retry_after
+                    wait = await router.record(entry.key, exc.kind, value)
+                    if produced:
+                        raise
+                    if exc.kind == "rate_limit" and wait > 0:
+                        await sleep(wait)
+                        continue
+                    break
+        if round_ == 0 and person_waiting:
+            delay = await router.seconds_until_ready(images)
+            if delay is not None and delay <= WAIT_FOR_FREE:
+                await sleep(delay)
+                continue
+        break
+    raise AllProvidersFailed(last)

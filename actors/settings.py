@@ -1,0 +1,136 @@
+"""Configuration, read once from the environment with pydantic-settings.
+
+Every secret is whitespace-stripped on load: a key pasted with a trailing newline would
+otherwise make every request fail with a protocol error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Kind = Literal["chat", "vision", "speech"]
+
+
+class ProviderConfig(BaseModel):
+    """One OpenAI-compatible provider as given in IRIIS_PROVIDERS."""
+
+    name: str = Field(min_length=1)
+    base_url: str = Field(min_length=1)
+    api_key_env: str | None = None
+    models: list[str] = Field(min_length=1)
+    kinds: list[Kind] = Field(default_factory=lambda: ["chat"])
+    max_images: int = Field(default=8, ge=0)
+    # Substrings of model ids that discovery may add as backups (e.g. "flash"), so a retired
+    # model name is covered without a deploy.
+    backup_patterns: list[str] = Field(default_factory=list)
+    # The resolved key travels with the config so actors on other nodes need not see our env.
+    api_key: str | None = None
+
+    @field_validator("base_url", "name")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        return value.strip().rstrip("/") if value else value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    iriis_home: Path = Path("~/.iriis")
+    iriis_host: str = "127.0.0.1"
+    iriis_port: int = Field(default=8000, ge=1, le=65535)
+    iriis_owner_keys: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    database_url: str | None = None
+    ray_address: str | None = None
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    iriis_chat_model: str | None = None
+    iriis_providers: Annotated[list[ProviderConfig], NoDecode] = Field(default_factory=list)
+    # How long conversation writes may sit in memory before a batch flush.
+    iriis_flush_seconds: float = Field(default=180.0, gt=0)
+    # Idle actors exit so a thousand quiet conversations cost nothing.
+    iriis_session_idle_seconds: float = Field(default=600.0, gt=0)
+    iriis_provider_timeout: float = Field(default=30.0, gt=0)
+    iriis_gateway_replicas: int = Field(default=1, ge=1)
+    iriis_agent_replicas: int = Field(default=1, ge=1)
+    iriis_web_dir: Path = Path(__file__).resolve().parent.parent / "web"
+
+    @field_validator("iriis_owner_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> list[str]:
+        if value is None or value == "":
+            return []
+        if isinstance(value, str):
+            value = value.split(",")
+        return [k.strip() for k in value if k and k.strip()]
+
+    @field_validator("iriis_providers", mode="before")
+    @classmethod
+    def _parse_providers(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                return []
+            return json.loads(value)
+        return value
+
+    @field_validator(
+        "openai_api_key", "openai_base_url", "iriis_chat_model", "database_url", "ray_address",
+        mode="before",
+    )
+    @classmethod
+    def _strip_optional(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip()
+            return value or None
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_db(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://", "sqlite:")):
+            raise ValueError("must start with postgresql:// or sqlite:")
+        return value
+
+    @model_validator(mode="after")
+    def _expand_home(self) -> "Settings":
+        self.iriis_home = self.iriis_home.expanduser()
+        return self
+
+    def chat_providers(self, environ: dict[str, str]) -> list[ProviderConfig]:
+        """Every configured chat provider, keys resolved from the environment."""
+        providers: list[ProviderConfig] = []
+        if self.openai_base_url or self.openai_api_key:
+            providers.append(ProviderConfig(
+                name="openai",
+                base_url=self.openai_base_url or "https://api.openai.com/v1",
+                models=[self.iriis_chat_model or "gpt-4o-mini"],
+                kinds=["chat"],
+                api_key=self.openai_api_key,
+            ))
+        for p in self.iriis_providers:
+            if "chat" not in p.kinds:
+                continue
+            key = environ.get(p.api_key_env, "").strip() if p.api_key_env else None
+            providers.append(p.model_copy(update={"api_key": key or None}))
+        return providers
+
+
+class SettingsError(Exception):
+    """A malformed configuration value; the message is one line naming the variable."""
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings, turning pydantic's multi-line report into one line per the first bad variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]).upper() if err["loc"] else "configuration"
+        raise SettingsError(f"{name}: {err['msg']}") from None
+    except json.JSONDecodeError as exc:  # pragma: no cover - pydantic wraps these
+        raise SettingsError(f"IRIIS_PROVIDERS: not valid JSON ({exc.msg})") from None

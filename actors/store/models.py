@@ -1,0 +1,58 @@
+"""Pydantic records that cross the store boundary (and Ray, by value)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+def new_id() -> str:
+    """A time-ordered 32-hex id: sortable like the rows it names, unique without the database."""
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
+
+
+class MessageRecord(BaseModel):
+    id: str = Field(default_factory=new_id)
+    conversation_id: str
+    seq: int
+    role: Role
+    content: str
+    meta: dict[str, Any] | None = None
+    created: float = Field(default_factory=time.time)
+
+
+class ConversationRecord(BaseModel):
+    id: str
+    title: str = ""
+    channel: str = "chat"
+    summary: str = ""
+    summary_upto: int = 0
+    created: float = Field(default_factory=time.time)
+    updated: float = Field(default_factory=time.time)
+
+
+class FileRecord(BaseModel):
+    id: int
+    conversation_id: str | None
+    name: str
+    mime: str
+    size: int
+    sha256: str
+    created: float
+
+
+class AuditEntry(BaseModel):
+    ts: float = Field(default_factory=time.time)
+    session_id: str | None = None
+    tool: str
+    arguments: dict[str, Any] | None = None
+    tier: str = "auto"
+    confirmed: bool | None = None
+    result: str | None = None
+    error: str | None = None
+    duration_ms: float = 0.0

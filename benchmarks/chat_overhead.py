@@ -1,0 +1,83 @@
+"""Overhead of POST /v1/chat through Serve and the actors, to the first `sentence` event.
+
+The scripted provider waits a fixed 200 ms before its first token; what we report is the time
+to the first sentence minus those 200 ms, over 50 turns (after 3 warm-up turns).
+Prints one JSON line. Usage: python benchmarks/chat_overhead.py [--turns 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests import scripted_openai as so  # noqa: E402
+from tests.server_proc import ServerProcess  # noqa: E402
+from tests.sse import iter_events  # noqa: E402
+
+TTFT = 0.200
+KEY = "bench-owner-key"
+REPLY = "This is the first sentence. And here is a second one to follow it."
+
+
+def first_sentence_seconds(client: httpx.Client, session_id: str | None) -> tuple[float, str]:
+    body = {"message": "benchmark turn"} | ({"session_id": session_id} if session_id else {})
+    started = time.perf_counter()
+    first = None
+    with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {KEY}"}) as resp:
+        for event, data in iter_events(resp):
+            if event == "session":
+                session_id = data["session_id"]
+            if event == "sentence" and first is None:
+                first = time.perf_counter() - started
+    assert first is not None and session_id
+    return first, session_id
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=50)
+    args = parser.parse_args()
+    provider = so.ScriptedOpenAI().start()
+    provider.default_reply = so.text(REPLY, ttft=TTFT)
+    with tempfile.TemporaryDirectory() as home:
+        server = ServerProcess(Path(home), {
+            "OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "bench", "IRIIS_CHAT_MODEL": "scripted-model",
+            "IRIIS_OWNER_KEYS": KEY, "DATABASE_URL": "",
+        }).start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=60) as client:
+                sid = None
+                for _ in range(3):
+                    _, sid = first_sentence_seconds(client, sid)
+                overhead_ms = []
+                for _ in range(args.turns):
+                    seconds, sid = first_sentence_seconds(client, sid)
+                    overhead_ms.append((seconds - TTFT) * 1000)
+        finally:
+            server.stop()
+            provider.stop()
+    print(json.dumps({
+        "benchmark": "chat_overhead", "turns": args.turns, "provider_ttft_ms": TTFT * 1000,
+        "overhead_p50_ms": round(statistics.median(overhead_ms), 1),
+        "overhead_p95_ms": round(percentile(overhead_ms, 0.95), 1),
+        "overhead_min_ms": round(min(overhead_ms), 1),
+        "goal_p50_ms": 50, "baseline": "scripted provider's 200 ms time to first token",
+    }))
+
+
+if __name__ == "__main__":
+    main()

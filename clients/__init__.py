@@ -1,0 +1,1 @@
+"""Reference clients (desktop device agent, relay CLI, examples); none yet."""

@@ -1,0 +1,83 @@
+"""AgentLoop: the Serve deployment that runs model steps and tool calls for a turn.
+
+Stateless, so Serve can scale it; conversation state stays in the SessionActor, provider
+health in the ProviderRouter actor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from ray import serve
+
+from actors.errors import report
+from actors.logmask import install_log_masking
+from actors.providers.failover import stream_with_failover
+from actors.providers.offline import OfflineModel
+from actors.providers.openai_compat import OpenAICompatProvider
+from actors.providers.router_actor import RemoteRouter, router_actor
+from actors.providers.types import AllProvidersFailed, Delta, ProviderError
+from actors.session.events import TurnEvent
+from actors.session.loop import MAX_CHAT_STEPS, run_turn
+from actors.settings import ProviderConfig
+from actors.tools.builtin import builtin_toolbox
+
+log = logging.getLogger(__name__)
+
+
+@serve.deployment(
+    ray_actor_options={"num_cpus": 0},
+    max_ongoing_requests=64,
+    max_queued_requests=256,
+    autoscaling_config={"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 16},
+)
+class AgentLoop:
+    def __init__(self, providers: list[dict[str, Any]], timeout: float = 30.0) -> None:
+        install_log_masking()
+        configs = [ProviderConfig(**p) for p in providers]
+        self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
+        self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client)
+                          for p in configs}
+        self.router = RemoteRouter(router_actor("chat", configs)) if configs else None
+        self.timeout = timeout
+        self.offline = OfflineModel()
+        self.toolbox = builtin_toolbox()
+
+    def _model(self, person_waiting: bool):
+        async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> AsyncIterator[Delta]:
+            if self.router is None:
+                async for delta in self.offline.stream(messages, tools):
+                    yield delta
+                return
+            async for delta in stream_with_failover(self.router, self.providers, messages, tools,
+                                                    self.timeout, person_waiting=person_waiting):
+                yield delta
+        return model
+
+    async def run(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        messages: list[dict[str, Any]] = request["messages"]
+        max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
+        try:
+            async for event in run_turn(self._model(True), messages, self.toolbox, max_steps):
+                yield event.model_dump()
+        except AllProvidersFailed as exc:
+            yield _error("provider_unavailable",
+                         f"{exc} No configured model answered; please try again in a minute.")
+        except ProviderError as exc:
+            yield _error("provider_error", f"{exc.plain()} The answer was cut short; please ask again.")
+        except Exception as exc:  # noqa: BLE001 - deployment boundary: plain sentence out, trace to the ring
+            log.exception("agent loop failed")
+            report("agent_loop", exc, request={"session": request.get("session_id")})
+            yield _error("internal_error", "Something went wrong while answering. Please try again.")
+
+    async def providers_status(self) -> list[dict[str, Any]]:
+        if self.router is None:
+            return [{"key": "offline/offline", "ema": None, "retired": False}]
+        return await self.router.handle.snapshot.remote()
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return TurnEvent(type="error", data={"code": code, "message": message}).model_dump()

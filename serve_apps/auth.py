@@ -1,0 +1,42 @@
+"""Owner authentication: bearer header, ?token= (for WebSockets) or the page's HTTP-only cookie.
+
+Keys are compared by SHA-256 digest, so the gateway never holds a raw key it did not receive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from fastapi import Request
+
+COOKIE_NAME = "iriis_key"
+KEY_PREFIX = "iriis_"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.strip().encode()).hexdigest()
+
+
+def new_owner_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def presented_key(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header[:7].lower() == "bearer " and header[7:].strip():
+        return header[7:].strip()
+    token = request.query_params.get("token")
+    if token:
+        return token.strip()
+    cookie = request.cookies.get(COOKIE_NAME)
+    return cookie.strip() if cookie else None
+
+
+def key_matches(key: str | None, hashes: frozenset[str]) -> bool:
+    if not key:
+        return False
+    digest = hash_key(key)
+    # Constant-time against each accepted digest; the list is short (one per integration).
+    return any(hmac.compare_digest(digest, h) for h in hashes)

@@ -1,0 +1,176 @@
+"""The `iriis` command: `iriis serve` starts Ray, runs migrations and the Serve apps."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from actors.logmask import install_log_masking
+from actors.settings import Settings, SettingsError, load_settings
+from actors.store.migrate import migrate
+from actors.store.store import Store, resolve_url
+from serve_apps.auth import hash_key, new_owner_key
+
+log = logging.getLogger("iriis")
+
+OWNER_KEYS_KV = "owner_key_hashes"
+APP_NAME = "iriis"
+
+
+async def prepare_store(database_url: str, env_keys: list[str], generate: bool = True) -> tuple[list[str], str | None]:
+    """Migrate, then return the accepted key hashes and a newly generated key (first run only)."""
+    store = Store.open(database_url)
+    try:
+        await migrate(store)
+        stored: list[str] = await store.get_kv(OWNER_KEYS_KV, [])
+        new_key = None
+        if not env_keys and not stored and generate:
+            new_key = new_owner_key()
+            stored = [hash_key(new_key)]
+            await store.set_kv(OWNER_KEYS_KV, stored)
+        return sorted(set(stored) | {hash_key(k) for k in env_keys}), new_key
+    finally:
+        await store.close()
+
+
+def _settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        print(f"iriis: configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _flush_sessions(namespace: str) -> int:
+    """Ask every live SessionActor to write its buffer; run before Serve goes down."""
+    import ray
+
+    flushed = 0
+    refs = []
+    for info in ray.util.list_named_actors(all_namespaces=True):
+        if info.get("namespace") == namespace and info.get("name", "").startswith("session:"):
+            try:
+                refs.append(ray.get_actor(info["name"], namespace=namespace).flush.remote())
+            except ValueError:
+                continue
+    for ref in refs:
+        try:
+            flushed += ray.get(ref, timeout=30)
+        except Exception:  # noqa: BLE001 - shutdown boundary: report and keep flushing the others
+            log.exception("a session failed to flush at shutdown")
+    return flushed
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    settings = _settings_or_exit()
+    host = args.host or settings.iriis_host
+    port = args.port or settings.iriis_port
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_masking()
+
+    settings.iriis_home.mkdir(parents=True, exist_ok=True)
+    database_url = resolve_url(settings.database_url, settings.iriis_home)
+    hashes, new_key = asyncio.run(prepare_store(database_url, settings.iriis_owner_keys))
+    providers = settings.chat_providers(dict(os.environ))
+
+    import ray
+    from ray import serve
+
+    from actors.errors import NAMESPACE, error_log
+    from actors.providers.router_actor import router_actor
+    from serve_apps.app import build_app
+
+    started = time.monotonic()
+    print("iriis: starting Ray" + (f" (joining {settings.ray_address})" if settings.ray_address else ""),
+          flush=True)
+    ray.init(address=settings.ray_address, namespace=NAMESPACE, include_dashboard=False,
+             log_to_driver=args.verbose, configure_logging=False)
+    serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
+    error_log()
+    if providers:
+        router = router_actor("chat", providers)
+        found = ray.get(router.discover.remote(), timeout=60)
+        for name, models in found.items():
+            print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
+    serve.run(build_app(settings, database_url, hashes, providers), name=APP_NAME, route_prefix="/",
+              blocking=False)
+
+    url = f"http://{host}:{port}/"
+    print("iriis: chat model: " + (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
+                                   if providers else "offline default (no model key set; see README)"), flush=True)
+    if new_key:
+        print("iriis: owner key (shown once, stored hashed; keep it safe):", flush=True)
+        print(f"    {new_key}", flush=True)
+        print(f"iriis: sign the page in with {url}#key={new_key}", flush=True)
+    # Last, so whoever waits for this line (a person, a test) has everything above it.
+    print(f"iriis: serving on {url} ({time.monotonic() - started:.1f}s); Ctrl-C stops", flush=True)
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+    print("iriis: shutting down; writing buffered conversations", flush=True)
+    flushed = _flush_sessions(NAMESPACE)
+    print(f"iriis: flushed {flushed} buffered writes", flush=True)
+    serve.shutdown()
+    if not settings.ray_address:
+        ray.shutdown()
+    print("iriis: stopped", flush=True)
+    return 0
+
+
+def key_command(args: argparse.Namespace) -> int:
+    """Add an owner key (e.g. one per integration) without printing the others."""
+    settings = _settings_or_exit()
+    database_url = resolve_url(settings.database_url, settings.iriis_home)
+
+    async def add() -> str:
+        store = Store.open(database_url)
+        try:
+            await migrate(store)
+            key = new_owner_key()
+            hashes: list[str] = await store.get_kv(OWNER_KEYS_KV, [])
+            await store.set_kv(OWNER_KEYS_KV, sorted(set(hashes) | {hash_key(key)}))
+            return key
+        finally:
+            await store.close()
+
+    key = asyncio.run(add())
+    print(key)
+    print("iriis: added; restart `iriis serve` for it to take effect.", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="iriis", description="Iriis: one owner's agent system on Ray.",
+        epilog="Configuration is read from the environment; see README.md.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve_p = sub.add_parser("serve", help="start Ray and serve the API and the chat page")
+    serve_p.add_argument("--host", help="listen address (default IRIIS_HOST or 127.0.0.1)")
+    serve_p.add_argument("--port", type=int, help="listen port (default IRIIS_PORT or 8000)")
+    serve_p.add_argument("--verbose", action="store_true", help="show actor logs in this terminal")
+    serve_p.set_defaults(func=serve_command)
+    key_p = sub.add_parser("key", help="owner keys")
+    key_sub = key_p.add_subparsers(dest="key_command", required=True)
+    new_p = key_sub.add_parser("new", help="create an additional owner key and print it once")
+    new_p.set_defaults(func=key_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: Any = args.func(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

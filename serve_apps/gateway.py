@@ -1,0 +1,239 @@
+"""Gateway: the FastAPI ingress deployment. Stateless: it authenticates, validates and relays
+to the owning actors, and streams their events to the client as SSE.
+
+No `from __future__ import annotations` here: Serve rewrites the route signatures and FastAPI
+must see real types, not strings, to tell bodies and requests from query parameters.
+"""
+
+
+import logging
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import ray
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from ray import serve
+from ray.exceptions import RayActorError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from actors.errors import error_log, report
+from actors.logmask import install_log_masking
+from actors.session.actor import SessionConfig, SessionNotFound, session_actor
+from actors.session.events import TurnEvent
+from actors.store.models import new_id
+from actors.store.store import Store
+from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
+
+log = logging.getLogger(__name__)
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_MESSAGE_CHARS = 100_000
+
+
+class GatewayConfig(BaseModel):
+    owner_key_hashes: list[str]
+    database_url: str
+    web_dir: str
+    session: SessionConfig
+
+
+class ChatRequest(BaseModel):
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    session_id: str | None = Field(default=None, pattern=SESSION_ID.pattern)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+app = FastAPI(title="Iriis", docs_url="/docs", redoc_url=None)
+
+
+@app.exception_handler(ApiError)
+async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+
+
+@app.exception_handler(RequestValidationError)
+async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    err = exc.errors()[0]
+    if err.get("type") == "json_invalid":
+        return JSONResponse(error_body("invalid_json", "The request body is not valid JSON."), status_code=400)
+    field = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+    return JSONResponse(error_body("invalid_request", f"{field}: {err.get('msg', 'invalid')}"), status_code=422)
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+
+@app.exception_handler(Exception)
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s", request.url.path)
+    report("gateway", exc, path=request.url.path,
+           request={"method": request.method, "content_type": request.headers.get("content-type")})
+    return JSONResponse(error_body("internal_error", "The server failed on this request; it was logged."),
+                        status_code=500)
+
+
+@serve.deployment(
+    ray_actor_options={"num_cpus": 0},
+    max_ongoing_requests=200,
+    max_queued_requests=500,
+)
+@serve.ingress(app)
+class Gateway:
+    def __init__(self, agent: Any, config: GatewayConfig) -> None:
+        install_log_masking()
+        self.agent = agent
+        self.config = config
+        self.hashes = frozenset(config.owner_key_hashes)
+        self.store = Store.open(config.database_url)
+        self.web_dir = Path(config.web_dir)
+        self._sessions: dict[str, Any] = {}
+        app.mount("/static", StaticFiles(directory=self.web_dir), name="static")
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def owner(self, request: Request) -> None:
+        if not key_matches(presented_key(request), self.hashes):
+            raise ApiError(401, "unauthorized", "Send the owner key as 'Authorization: Bearer <key>'.")
+
+    async def _session(self, session_id: str, create: bool) -> Any:
+        """The live actor for a conversation, started (and rebuilt from the store) on demand."""
+        if not create and session_id not in self._sessions:
+            if await self.store.get_conversation(session_id) is None:
+                raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+        for attempt in range(2):
+            handle = self._sessions.get(session_id)
+            if handle is None:
+                handle = session_actor(session_id, self.config.session, self.agent)
+                self._sessions[session_id] = handle
+            try:
+                # `open` is cheap once loaded, and it is how we learn a cached actor has exited.
+                if not await handle.open.remote(create):
+                    raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+                return handle
+            except RayActorError:
+                # It exited while idle (or crashed) since we cached it: start a fresh one.
+                self._sessions.pop(session_id, None)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    # -- routes ---------------------------------------------------------------------------
+
+    @app.get("/healthz")
+    async def healthz(self) -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    async def index(self) -> FileResponse:
+        return FileResponse(self.web_dir / "index.html", headers={"Cache-Control": "no-cache"})
+
+    @app.post("/v1/auth/cookie", status_code=204)
+    async def set_cookie(self, request: Request) -> Response:
+        key = presented_key(request)
+        if not key_matches(key, self.hashes):
+            raise ApiError(401, "unauthorized", "That key was not accepted.")
+        response = Response(status_code=204)
+        response.set_cookie(COOKIE_NAME, key or "", httponly=True, samesite="strict",
+                            max_age=30 * 24 * 3600, path="/", secure=request.url.scheme == "https")
+        return response
+
+    @app.post("/v1/auth/logout", status_code=204)
+    async def logout(self) -> Response:
+        response = Response(status_code=204)
+        response.delete_cookie(COOKIE_NAME, path="/")
+        return response
+
+    @app.get("/v1/auth/check")
+    async def auth_check(self, request: Request) -> dict[str, bool]:
+        self.owner(request)
+        return {"ok": True}
+
+    @app.post("/v1/chat")
+    async def chat(self, body: ChatRequest, request: Request) -> StreamingResponse:
+        self.owner(request)
+        session_id = body.session_id or new_id()
+        handle = await self._session(session_id, create=body.session_id is None)
+        events = handle.chat.options(num_returns="streaming").remote(body.message)
+
+        async def stream():
+            yield TurnEvent(type="session", data={"session_id": session_id}).sse()
+            try:
+                async for ref in events:
+                    yield TurnEvent(**await ref).sse()
+            except (RayActorError, SessionNotFound) as exc:
+                report("gateway.chat", exc, path="/v1/chat", request={"session": session_id})
+                self._sessions.pop(session_id, None)
+                yield TurnEvent(type="error", data={
+                    "code": "session_unavailable",
+                    "message": "The conversation stopped unexpectedly; what was said so far is saved. "
+                               "Please send your message again.",
+                }).sse()
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.get("/v1/sessions")
+    async def list_sessions(self, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        data = [c.model_dump(exclude={"summary_upto"}) for c in await self.store.list_conversations()]
+        return {"data": data, "count": len(data)}
+
+    @app.get("/v1/sessions/{session_id}/messages")
+    async def messages(self, session_id: str, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        self._check_id(session_id)
+        handle = await self._session(session_id, create=False)
+        data = [{k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")}
+                for m in await handle.messages.remote()]
+        return {"session_id": session_id, "data": data, "count": len(data)}
+
+    @app.get("/v1/sessions/{session_id}/state")
+    async def session_state(self, session_id: str, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        self._check_id(session_id)
+        handle = await self._session(session_id, create=False)
+        return await handle.state.remote()
+
+    @app.post("/v1/sessions/{session_id}/cancel")
+    async def cancel(self, session_id: str, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        self._check_id(session_id)
+        handle = await self._session(session_id, create=False)
+        return {"session_id": session_id, "cancelled": await handle.cancel.remote()}
+
+    @app.get("/v1/errors")
+    async def errors(self, request: Request, limit: int = 50) -> dict[str, Any]:
+        self.owner(request)
+        entries = await error_log().recent.remote(max(1, min(limit, 200)))
+        data = [e.model_dump() for e in entries]
+        return {"data": data, "count": len(data)}
+
+    @app.get("/v1/providers")
+    async def providers(self, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        data = await self.agent.providers_status.remote()
+        return {"data": data, "count": len(data)}
+
+    @staticmethod
+    def _check_id(session_id: str) -> None:
+        if not SESSION_ID.match(session_id):
+            raise ApiError(404, "session_not_found", "No such session.")
+
+

@@ -1,0 +1,99 @@
+"""Shared fixtures: the scripted model server, both database backends, one Ray per session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.store.migrate import migrate
+from actors.store.store import Store
+from tests.scripted_openai import ScriptedOpenAI
+
+PG_ADMIN = os.environ.get("IRIIS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def scripted() -> Iterator[ScriptedOpenAI]:
+    server = ScriptedOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def model(scripted: ScriptedOpenAI) -> Iterator[ScriptedOpenAI]:
+    """The scripted server, emptied before each test."""
+    scripted.reset()
+    yield scripted
+    scripted.reset()
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+async def pg_url() -> AsyncIterator[str]:
+    """A fresh PostgreSQL database for this test session (dropped afterwards)."""
+    name = f"iriis_test_{uuid.uuid4().hex[:10]}"
+    await _pg_admin(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A migrated, empty store on each backend."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'test.sqlite3'}"
+    else:
+        name = f"iriis_t_{uuid.uuid4().hex[:10]}"
+        await _pg_admin(f'CREATE DATABASE "{name}"')
+        url = "postgresql+asyncpg://" + PG_ADMIN.split("://", 1)[1].rsplit("/", 1)[0] + f"/{name}"
+    s = Store.open(url)
+    await migrate(s)
+    yield s
+    await s.close()
+    if request.param == "postgresql":
+        await _pg_admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def ray_session() -> Iterator[None]:
+    """Ray started once for the whole test session, as the house rules ask."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, namespace="iriis", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+OWNER_KEY = "test-owner-key"
+SECOND_KEY = "second-owner-key"
+
+
+@pytest.fixture(scope="session")
+async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest.TempPathFactory):
+    """The real `iriis serve` on PostgreSQL, talking to the scripted model over HTTP."""
+    from tests.server_proc import ServerProcess
+
+    proc = ServerProcess(tmp_path_factory.mktemp("home-pg"), {
+        "DATABASE_URL": pg_url,
+        "OPENAI_BASE_URL": scripted.base_url,
+        "OPENAI_API_KEY": "sk-scripted-provider-key\n",
+        "IRIIS_CHAT_MODEL": "scripted-model",
+        "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
+        "IRIIS_PROVIDER_TIMEOUT": "5",
+    }).start()
+    yield proc
+    proc.stop()

@@ -1,0 +1,68 @@
+"""A fresh `iriis serve` with no configuration at all: SQLite, the offline default, the owner key
+printed once, and shutdown by SIGTERM or SIGINT losing nothing that was accepted."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server_proc import ServerProcess
+from tests.sse import chat
+
+pytestmark = pytest.mark.e2e
+
+
+def bare_env() -> dict[str, str]:
+    """The user's environment minus anything Iriis reads, as on a fresh machine."""
+    drop = [k for k in os.environ if k.startswith(("IRIIS_", "OPENAI_")) or k in ("DATABASE_URL", "RAY_ADDRESS")]
+    return {k: "" for k in drop}
+
+
+def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # Flushes only happen at shutdown in this test: the timer is far away.
+    env = {**bare_env(), "IRIIS_FLUSH_SECONDS": "3600"}
+    first = ServerProcess(home, env).start()
+    try:
+        key = first.printed_key()
+        assert key and key.startswith("iriis_")
+        assert "offline default" in first.output()
+        assert (home / "iriis.sqlite3").exists()
+        with httpx.Client(base_url=first.url, timeout=60) as client:
+            page = client.get("/")
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+            assert client.get("/static/app.js").status_code == 200
+            events = chat(client, key, "What is 15% of 80?")
+            sid = events[0][1]["session_id"]
+            assert [e for e, _ in events][-1] == "done"
+            assert "12" in events[-1][1]["text"]
+            poem = chat(client, key, "Write a poem about rain", session_id=sid)
+            assert "No language model is configured" in poem[-1][1]["text"]
+    finally:
+        code = first.stop(signal.SIGTERM)
+    assert code == 0
+    assert "flushed 5 buffered writes" in first.output()  # conversation row update + 4 messages
+    assert key not in first.output().replace(f"    {key}", "").replace(f"#key={key}", "")
+
+    second = ServerProcess(home, env).start()
+    try:
+        assert second.printed_key() is None  # printed once, on first run only
+        with httpx.Client(base_url=second.url, timeout=60) as client:
+            msgs = client.get(f"/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"})
+            assert msgs.status_code == 200
+            assert [m["role"] for m in msgs.json()["data"]] == ["user", "assistant", "user", "assistant"]
+            chat(client, key, "what time is it?", session_id=sid)
+    finally:
+        assert second.stop(signal.SIGINT) == 0
+
+    third = ServerProcess(home, env).start()
+    try:
+        with httpx.Client(base_url=third.url, timeout=60) as client:
+            msgs = client.get(f"/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"})
+            assert len(msgs.json()["data"]) == 6
+    finally:
+        third.stop()
