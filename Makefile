@@ -11,7 +11,9 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	@echo "iriis: installing into .venv (a minute or two the first time)"
+	$(BIN)/pip install --progress-bar on -e . | grep -v "^Requirement already satisfied" || true
+	$(BIN)/python -c "import actors, serve_apps, ray.serve"
 	touch $@
 
 $(VENV)/.installed-test: $(STAMP) pyproject.toml

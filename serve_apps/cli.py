@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -68,6 +69,17 @@ def _flush_sessions(namespace: str) -> int:
     return flushed
 
 
+def port_is_free(host: str, port: int) -> bool:
+    """Serve's proxy binds with SO_REUSEPORT, so a second server would silently share the port
+    with the first; a plain bind tells us first."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+            sock.bind((host, port))
+        return True
+    except OSError:
+        return False
+
+
 def serve_command(args: argparse.Namespace) -> int:
     settings = _settings_or_exit()
     host = args.host or settings.iriis_host
@@ -75,8 +87,14 @@ def serve_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     install_log_masking()
 
+    if not port_is_free(host, port):
+        print(f"iriis: {host}:{port} is already in use (another iriis serve?). Stop it, or set "
+              "IRIIS_PORT to another port.", file=sys.stderr)
+        return 2
     settings.iriis_home.mkdir(parents=True, exist_ok=True)
     database_url = resolve_url(settings.database_url, settings.iriis_home)
+    print("iriis: preparing the database (" + ("PostgreSQL" if database_url.startswith("postgresql")
+                                               else f"SQLite in {settings.iriis_home}") + ")", flush=True)
     hashes, new_key = asyncio.run(prepare_store(database_url, settings.iriis_owner_keys))
     providers = settings.chat_providers(dict(os.environ))
 
@@ -92,6 +110,7 @@ def serve_command(args: argparse.Namespace) -> int:
           flush=True)
     ray.init(address=settings.ray_address, namespace=NAMESPACE, include_dashboard=False,
              log_to_driver=args.verbose, configure_logging=False)
+    print("iriis: starting Serve and the actors", flush=True)
     serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
     error_log()
     if providers:
@@ -99,6 +118,7 @@ def serve_command(args: argparse.Namespace) -> int:
         found = ray.get(router.discover.remote(), timeout=60)
         for name, models in found.items():
             print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
+    print("iriis: deploying the gateway and the agent loop", flush=True)
     serve.run(build_app(settings, database_url, hashes, providers), name=APP_NAME, route_prefix="/",
               blocking=False)
 

@@ -8,6 +8,7 @@ must see real types, not strings, to tell bodies and requests from query paramet
 
 import logging
 import re
+from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +33,8 @@ from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
 log = logging.getLogger(__name__)
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Handles are cheap, but a long-running gateway should not remember every conversation ever.
+HANDLE_CACHE = 1024
 MAX_MESSAGE_CHARS = 100_000
 
 
@@ -103,7 +106,7 @@ class Gateway:
         self.hashes = frozenset(config.owner_key_hashes)
         self.store = Store.open(config.database_url)
         self.web_dir = Path(config.web_dir)
-        self._sessions: dict[str, Any] = {}
+        self._sessions: OrderedDict[str, Any] = OrderedDict()
         app.mount("/static", StaticFiles(directory=self.web_dir), name="static")
 
     # -- helpers --------------------------------------------------------------------------
@@ -122,6 +125,9 @@ class Gateway:
             if handle is None:
                 handle = session_actor(session_id, self.config.session, self.agent)
                 self._sessions[session_id] = handle
+                while len(self._sessions) > HANDLE_CACHE:
+                    self._sessions.popitem(last=False)
+            self._sessions.move_to_end(session_id)
             try:
                 # `open` is cheap once loaded, and it is how we learn a cached actor has exited.
                 if not await handle.open.remote(create):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import httpx
@@ -59,10 +60,19 @@ def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> 
     finally:
         assert second.stop(signal.SIGINT) == 0
 
-    third = ServerProcess(home, env).start()
+    # This time idle conversations give their actor back after 2 s.
+    third = ServerProcess(home, {**env, "IRIIS_SESSION_IDLE_SECONDS": "2"}).start()
+    auth = {"Authorization": f"Bearer {key}"}
     try:
         with httpx.Client(base_url=third.url, timeout=60) as client:
-            msgs = client.get(f"/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {key}"})
+            msgs = client.get(f"/v1/sessions/{sid}/messages", headers=auth)
             assert len(msgs.json()["data"]) == 6
+            before = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
+            chat(client, key, "what is 2+2?", session_id=sid)
+            time.sleep(5)  # idle 2 s + the 0.5 s check period, with room for a busy machine
+            after = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
+            assert after["actor_started"] > before["actor_started"]  # exited and rebuilt
+            msgs = client.get(f"/v1/sessions/{sid}/messages", headers=auth).json()["data"]
+            assert len(msgs) == 8 and msgs[-1]["content"].startswith("2+2 = 4")
     finally:
         third.stop()

@@ -121,3 +121,16 @@ async def test_failure_after_output_is_not_retried_elsewhere(model, setup) -> No
     with pytest.raises(ProviderError):
         await run(setup)
     assert served_models(model) == ["m1"]
+
+
+async def test_messages_with_images_skip_providers_that_take_too_few(model, setup) -> None:
+    router, providers, _, _ = setup
+    router.state.record_too_many_images("p1/m1", 1)  # learned: p1 takes none
+    model.enqueue(so.text("I see a cat."), model="m2")
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}}]}]
+    out = [d async for d in stream_with_failover(router, providers, messages, None, timeout=2)]
+    assert "".join(d.text for d in out if isinstance(d, TextDelta)) == "I see a cat."
+    assert served_models(model) == ["m2"]
+    assert model.requests[0]["body"]["messages"][0]["content"][1]["type"] == "image_url"

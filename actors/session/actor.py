@@ -52,6 +52,7 @@ class SessionActor:
         self._waiting = 0
         self._last_activity = time.monotonic()
         self._timers: list[asyncio.Task[None]] = []
+        self._started = time.time()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -118,6 +119,8 @@ class SessionActor:
             "turn_id": turn.turn_id if turn else None,
             "queued": self._waiting,
             "pending_writes": self.core.buffer.pending,
+            # Lets an owner (and a test) see that an idle actor exited and was rebuilt.
+            "actor_started": self._started,
         }
 
     # -- turns ----------------------------------------------------------------------------
