@@ -79,3 +79,16 @@ def test_serve_refuses_to_start_with_one_line(tmp_path: Path) -> None:
 def test_cli_help_lists_serve() -> None:
     proc = subprocess.run([str(IRIIS), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "serve" in proc.stdout
+
+
+def test_serve_refuses_a_port_already_in_use(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "IRIIS_HOME": str(tmp_path), "IRIIS_PORT": str(port)}
+        proc = subprocess.run([str(IRIIS), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert f"127.0.0.1:{port} is already in use" in proc.stderr and "IRIIS_PORT" in proc.stderr
