@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     iriis_gateway_replicas: int = Field(default=1, ge=1)
     iriis_agent_replicas: int = Field(default=1, ge=1)
     iriis_web_dir: Path = Path(__file__).resolve().parent.parent / "web"
+    iriis_mcp_config: Path = Path(__file__).resolve().parent.parent / "mcp.yaml"
+    iriis_max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
 
     @field_validator("iriis_owner_keys", mode="before")
     @classmethod

@@ -1,29 +1,34 @@
 """AgentLoop: the Serve deployment that runs model steps and tool calls for a turn.
 
-Stateless, so Serve can scale it; conversation state stays in the SessionActor, provider
-health in the ProviderRouter actor.
+Stateless, so Serve can scale it; conversation state (and pending confirmations) stay in the
+SessionActor, provider health in the ProviderRouter actor.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 from ray import serve
 
-from actors.errors import report
+from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
 from actors.providers.failover import stream_with_failover
 from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
-from actors.providers.types import AllProvidersFailed, Delta, ProviderError
+from actors.providers.types import AllProvidersFailed, Delta, ProviderError, TextDelta
 from actors.session.events import TurnEvent
-from actors.session.loop import MAX_CHAT_STEPS, run_turn
+from actors.session.loop import ConfirmRequest, MAX_CHAT_STEPS, TurnContext, run_turn
+from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
+from actors.store.models import AuditEntry
+from actors.store.store import Store
 from actors.tools.builtin import builtin_toolbox
+from actors.tools.config import McpConfig
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +40,8 @@ log = logging.getLogger(__name__)
     autoscaling_config={"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 16},
 )
 class AgentLoop:
-    def __init__(self, providers: list[dict[str, Any]], timeout: float = 30.0) -> None:
+    def __init__(self, providers: list[dict[str, Any]], timeout: float, database_url: str,
+                 workspace: str, mcp: dict[str, Any]) -> None:
         install_log_masking()
         configs = [ProviderConfig(**p) for p in providers]
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
@@ -44,7 +50,11 @@ class AgentLoop:
         self.router = RemoteRouter(router_actor("chat", configs)) if configs else None
         self.timeout = timeout
         self.offline = OfflineModel()
-        self.toolbox = builtin_toolbox()
+        self.store = Store.open(database_url)
+        config = McpConfig.model_validate(mcp)
+        names = list(builtin_toolbox().specs)
+        self.toolbox = builtin_toolbox(self.store, Path(workspace), config.builtin_tiers(names),
+                                       config.builtin_exclude())
 
     def _model(self, person_waiting: bool):
         async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> AsyncIterator[Delta]:
@@ -57,11 +67,35 @@ class AgentLoop:
                 yield delta
         return model
 
+    def _context(self, request: dict[str, Any]) -> TurnContext:
+        session = request.get("session")
+        turn_id = request.get("turn_id")
+        session_id = request.get("session_id")
+
+        async def confirm(req: ConfirmRequest) -> bool:
+            return await session.request_confirmation.remote(turn_id, req.model_dump())
+
+        async def audit(entry: AuditEntry) -> None:
+            try:
+                await self.store.add_audit(entry)
+            except Exception as exc:  # noqa: BLE001 - the audit write must not break the turn; report it
+                log.exception("audit write failed")
+                report("audit", exc, request={"session": session_id, "tool": entry.tool})
+
+        def on_failure(tool: str, message: str) -> None:
+            error_log().record.remote(ErrorEntry(source=f"tool:{tool}", error=message[:500],
+                                                 request={"session": session_id}))
+
+        attended = bool(request.get("attended", True)) and session is not None
+        return TurnContext(confirm=confirm if attended else None, audit=audit, on_failure=on_failure,
+                           session_id=session_id)
+
     async def run(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         messages: list[dict[str, Any]] = request["messages"]
         max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
         try:
-            async for event in run_turn(self._model(True), messages, self.toolbox, max_steps):
+            async for event in run_turn(self._model(True), messages, self.toolbox, max_steps,
+                                        self._context(request)):
                 yield event.model_dump()
         except AllProvidersFailed as exc:
             yield _error("provider_unavailable",
@@ -72,6 +106,19 @@ class AgentLoop:
             log.exception("agent loop failed")
             report("agent_loop", exc, request={"session": request.get("session_id")})
             yield _error("internal_error", "Something went wrong while answering. Please try again.")
+
+    async def summarize(self, previous: str, messages: list[dict[str, Any]]) -> str:
+        """Fold messages that left the verbatim window into the rolling summary."""
+        if self.router is None:
+            return fallback_summary(previous, messages)
+        prompt = summary_prompt(previous, messages)
+        try:
+            parts = [d.text async for d in self._model(False)(prompt, None) if isinstance(d, TextDelta)]
+        except (AllProvidersFailed, ProviderError) as exc:
+            log.warning("summary call failed (%s); using the extractive fallback", exc)
+            return fallback_summary(previous, messages)
+        text = "".join(parts).strip()
+        return text or fallback_summary(previous, messages)
 
     async def providers_status(self) -> list[dict[str, Any]]:
         if self.router is None:

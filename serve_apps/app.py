@@ -6,20 +6,23 @@ from typing import Any
 
 from actors.session.actor import SessionConfig
 from actors.settings import ProviderConfig, Settings
+from actors.tools.config import McpConfig
 from serve_apps.agent_loop import AgentLoop
 from serve_apps.gateway import Gateway, GatewayConfig
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
-              providers: list[ProviderConfig]) -> Any:
+              providers: list[ProviderConfig], mcp: McpConfig) -> Any:
     agent = AgentLoop.options(
         autoscaling_config={"min_replicas": 1, "max_replicas": max(1, settings.iriis_agent_replicas),
                             "target_ongoing_requests": 16},
-    ).bind([p.model_dump() for p in providers], settings.iriis_provider_timeout)
+    ).bind([p.model_dump() for p in providers], settings.iriis_provider_timeout, database_url,
+           str(settings.iriis_home / "workspace"), mcp.model_dump())
     config = GatewayConfig(
         owner_key_hashes=key_hashes,
         database_url=database_url,
         web_dir=str(settings.iriis_web_dir),
+        max_upload_bytes=settings.iriis_max_upload_bytes,
         session=SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
                               idle_seconds=settings.iriis_session_idle_seconds),
     )

@@ -17,6 +17,8 @@ from actors.logmask import install_log_masking
 from actors.settings import Settings, SettingsError, load_settings
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
+from actors.session.pin import hash_pin
+from actors.tools.config import McpConfigError, load_mcp_config
 from serve_apps.auth import hash_key, new_owner_key
 
 log = logging.getLogger("iriis")
@@ -87,6 +89,11 @@ def serve_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     install_log_masking()
 
+    try:
+        mcp = load_mcp_config(settings.iriis_mcp_config)
+    except McpConfigError as exc:
+        print(f"iriis: {exc}", file=sys.stderr)
+        return 2
     if not port_is_free(host, port):
         print(f"iriis: {host}:{port} is already in use (another iriis serve?). Stop it, or set "
               "IRIIS_PORT to another port.", file=sys.stderr)
@@ -119,7 +126,7 @@ def serve_command(args: argparse.Namespace) -> int:
         for name, models in found.items():
             print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
     print("iriis: deploying the gateway and the agent loop", flush=True)
-    serve.run(build_app(settings, database_url, hashes, providers), name=APP_NAME, route_prefix="/",
+    serve.run(build_app(settings, database_url, hashes, providers, mcp), name=APP_NAME, route_prefix="/",
               blocking=False)
 
     url = f"http://{host}:{port}/"
@@ -169,6 +176,38 @@ def key_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def pin_command(args: argparse.Namespace) -> int:
+    """Set the owner's action PIN (needed to approve PIN-tier actions)."""
+    import getpass
+
+    settings = _settings_or_exit()
+    if args.stdin:
+        pin = sys.stdin.readline().strip()
+    else:
+        pin = getpass.getpass("New PIN (4-12 digits): ").strip()
+        if getpass.getpass("Again: ").strip() != pin:
+            print("iriis: the two PINs differ; nothing was changed.", file=sys.stderr)
+            return 2
+    try:
+        stored = hash_pin(pin)
+    except ValueError as exc:
+        print(f"iriis: {exc}; nothing was changed.", file=sys.stderr)
+        return 2
+    database_url = resolve_url(settings.database_url, settings.iriis_home)
+
+    async def save() -> None:
+        store = Store.open(database_url)
+        try:
+            await migrate(store)
+            await store.set_kv("owner_pin_hash", stored)
+        finally:
+            await store.close()
+
+    asyncio.run(save())
+    print("iriis: PIN set; it takes effect at once.", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="iriis", description="Iriis: one owner's agent system on Ray.",
@@ -183,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     key_sub = key_p.add_subparsers(dest="key_command", required=True)
     new_p = key_sub.add_parser("new", help="create an additional owner key and print it once")
     new_p.set_defaults(func=key_command)
+    pin_p = sub.add_parser("pin", help="the owner's action PIN")
+    pin_sub = pin_p.add_subparsers(dest="pin_command", required=True)
+    set_p = pin_sub.add_parser("set", help="set the PIN that approves PIN-tier actions")
+    set_p.add_argument("--stdin", action="store_true", help="read the PIN from standard input")
+    set_p.set_defaults(func=pin_command)
     return parser
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import ray
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, File, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
-from actors.session.actor import SessionConfig, SessionNotFound, session_actor
+from actors.session.actor import ConfirmationError, SessionConfig, SessionNotFound, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
 from actors.store.store import Store
@@ -43,17 +43,53 @@ class GatewayConfig(BaseModel):
     database_url: str
     web_dir: str
     session: SessionConfig
+    max_upload_bytes: int = 50 * 1024 * 1024
 
 
 class ChatRequest(BaseModel):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     session_id: str | None = Field(default=None, pattern=SESSION_ID.pattern)
+    # The turn finishes (and a notification is queued) even if this connection drops.
+    background: bool = False
+    # False for callers with no way to answer a confirmation (scripts, bridges): confirm-tier
+    # actions are then declined and the model is told so.
+    confirmations: bool = True
+
+
+class CancelRequest(BaseModel):
+    heard: str | None = Field(default=None, max_length=10_000)
+    heard_index: int | None = Field(default=None, ge=-1)
+
+
+class ConfirmationAnswer(BaseModel):
+    approve: bool
+    pin: str | None = Field(default=None, max_length=32)
 
 
 class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def byte_range_response(data: bytes, mime: str, name: str, range_header: str | None) -> Response:
+    """Serve bytes whole (200) or one `bytes=` range (206); an unsatisfiable range is 416."""
+    headers = {"Accept-Ranges": "bytes", "Content-Disposition": f'inline; filename="{name}"'}
+    size = len(data)
+    if not range_header:
+        return Response(data, media_type=mime, headers=headers)
+    match = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", range_header)
+    if not match or match.groups() == ("", ""):
+        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+    first, last = match.groups()
+    if first == "":
+        start, end = max(0, size - int(last)), size - 1
+    else:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    if start >= size or start > end:
+        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+    headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+    return Response(data[start:end + 1], status_code=206, media_type=mime, headers=headers)
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -176,21 +212,44 @@ class Gateway:
         self.owner(request)
         session_id = body.session_id or new_id()
         handle = await self._session(session_id, create=body.session_id is None)
-        events = handle.chat.options(num_returns="streaming").remote(body.message)
+        events = handle.chat.options(num_returns="streaming").remote(
+            body.message, background=body.background, attended=body.confirmations)
+        return self._sse(handle, session_id, events)
 
+    @app.get("/v1/sessions/{session_id}/stream")
+    async def resume(self, session_id: str, request: Request) -> StreamingResponse:
+        """Follow the running turn again from its start (a reopened client)."""
+        self.owner(request)
+        self._check_id(session_id)
+        handle = await self._session(session_id, create=False)
+        return self._sse(handle, session_id, handle.follow.options(num_returns="streaming").remote())
+
+    def _sse(self, handle: Any, session_id: str, events: Any) -> StreamingResponse:
         async def stream():
-            yield TurnEvent(type="session", data={"session_id": session_id}).sse()
+            turn_id = None
+            finished = False
             try:
                 async for ref in events:
-                    yield TurnEvent(**await ref).sse()
+                    event = await ref
+                    if event["type"] == "turn":
+                        turn_id = event["data"]["turn_id"]
+                        yield TurnEvent(type="session", data={"session_id": session_id, "turn_id": turn_id}).sse()
+                        continue
+                    finished = event["type"] in ("done", "error")
+                    yield TurnEvent(**event).sse()
             except (RayActorError, SessionNotFound) as exc:
                 report("gateway.chat", exc, path="/v1/chat", request={"session": session_id})
                 self._sessions.pop(session_id, None)
+                finished = True
                 yield TurnEvent(type="error", data={
                     "code": "session_unavailable",
                     "message": "The conversation stopped unexpectedly; what was said so far is saved. "
                                "Please send your message again.",
                 }).sse()
+            finally:
+                if turn_id and not finished:
+                    # The client left mid-turn: the actor decides (background goes on, else stop).
+                    handle.client_left.remote(turn_id)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -218,11 +277,92 @@ class Gateway:
         return await handle.state.remote()
 
     @app.post("/v1/sessions/{session_id}/cancel")
-    async def cancel(self, session_id: str, request: Request) -> dict[str, Any]:
+    async def cancel(self, session_id: str, request: Request, body: CancelRequest | None = None) -> dict[str, Any]:
+        """Barge-in: stop the turn; history keeps only what the owner says they heard."""
         self.owner(request)
         self._check_id(session_id)
         handle = await self._session(session_id, create=False)
-        return {"session_id": session_id, "cancelled": await handle.cancel.remote()}
+        body = body or CancelRequest()
+        cancelled = await handle.cancel.remote(body.heard, body.heard_index)
+        return {"session_id": session_id, "cancelled": cancelled}
+
+    @app.post("/v1/confirmations/{confirmation_id}")
+    async def confirm(self, confirmation_id: str, body: ConfirmationAnswer, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        session_id = confirmation_id.rsplit(".", 1)[0]
+        if "." not in confirmation_id or not SESSION_ID.match(session_id):
+            raise ApiError(404, "not_found", "No pending confirmation with that id.")
+        handle = await self._session(session_id, create=False)
+        try:
+            return await handle.answer_confirmation.remote(confirmation_id, body.approve, body.pin)
+        except ConfirmationError as exc:
+            status = {"not_found": 404, "pin_required": 422, "wrong_pin": 403, "pin_not_set": 409}[exc.code]
+            raise ApiError(status, exc.code, str(exc)) from None
+
+    @app.delete("/v1/messages/{message_id}")
+    async def delete_message(self, message_id: str, request: Request) -> dict[str, Any]:
+        """Delete for good: from storage and from the live conversation the model sees."""
+        self.owner(request)
+        session_id = await self.store.message_conversation(message_id)
+        if session_id is None:
+            session_id = await self._live_session_holding(message_id)
+        if session_id is None:
+            raise ApiError(404, "not_found", "No message with that id.")
+        handle = await self._session(session_id, create=False)
+        if not await handle.delete_message.remote(message_id):
+            # Stored but older than what the actor keeps in memory: delete it in the store alone.
+            await self.store.write_batch([], [], deleted_ids=[message_id])
+        return {"id": message_id, "deleted": True}
+
+    async def _live_session_holding(self, message_id: str) -> str | None:
+        """A message not flushed yet lives only in its session actor: ask the live ones."""
+        import asyncio
+
+        infos = await asyncio.to_thread(ray.util.list_named_actors, True)
+        names = [i["name"] for i in infos if i.get("namespace") == "iriis" and i["name"].startswith("session:")]
+        for name in names:
+            try:
+                actor = await asyncio.to_thread(ray.get_actor, name, "iriis")
+                if await actor.has_message.remote(message_id):
+                    return name.split(":", 1)[1]
+            except (ValueError, RayActorError):
+                continue
+        return None
+
+    @app.get("/v1/audit")
+    async def audit(self, request: Request, limit: int = 100) -> dict[str, Any]:
+        self.owner(request)
+        data = [e.model_dump() for e in await self.store.list_audit(max(1, min(limit, 1000)))]
+        return {"data": data, "count": len(data)}
+
+    @app.get("/v1/outbox")
+    async def outbox(self, request: Request, status: str | None = None) -> dict[str, Any]:
+        self.owner(request)
+        data = [i.model_dump() for i in await self.store.list_outbox(status)]
+        return {"data": data, "count": len(data)}
+
+    @app.post("/v1/files", status_code=201)
+    async def upload(self, request: Request, file: UploadFile = File(...)) -> dict[str, Any]:
+        self.owner(request)
+        limit = self.config.max_upload_bytes
+        data = await file.read(limit + 1)
+        if len(data) > limit:
+            raise ApiError(413, "file_too_large", f"Files are limited to {limit} bytes.")
+        if not data:
+            raise ApiError(422, "invalid_request", "file: the file is empty")
+        name = (file.filename or "upload").rsplit("/", 1)[-1][:200]
+        record = await self.store.add_file(name, file.content_type or "application/octet-stream", data)
+        return {"id": record.id, "name": record.name, "mime": record.mime, "size": record.size,
+                "attachment": f"[attachment file:{record.id} {record.name}]"}
+
+    @app.get("/v1/files/{file_id}")
+    async def download(self, file_id: int, request: Request) -> Response:
+        self.owner(request)
+        found = await self.store.get_file(file_id)
+        if found is None:
+            raise ApiError(404, "not_found", "No file with that id.")
+        meta, data = found
+        return byte_range_response(data, meta.mime, meta.name, request.headers.get("range"))
 
     @app.get("/v1/errors")
     async def errors(self, request: Request, limit: int = 50) -> dict[str, Any]:

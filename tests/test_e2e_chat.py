@@ -165,7 +165,7 @@ def test_cancel_stops_the_turn_and_keeps_only_what_was_heard(client, model) -> N
 def test_turns_in_one_session_run_one_at_a_time(client, model) -> None:
     model.enqueue(so.text("Alpha."))
     sid = chat(client, OWNER_KEY, "start")[0][1]["session_id"]
-    model.enqueue(so.text("One one one. Done one.", chunk_delay=0.05), so.text("Two."))
+    model.enqueue(so.text("One one one. Still one.", chunk_delay=0.05), so.text("Two."))
     out: dict[str, list] = {}
 
     def send(name: str, text: str) -> None:
@@ -180,7 +180,7 @@ def test_turns_in_one_session_run_one_at_a_time(client, model) -> None:
     first.join(60)
     second.join(60)
     stored = client.get(f"/v1/sessions/{sid}/messages", headers=AUTH).json()["data"]
-    assert [m["content"] for m in stored][2:] == ["first", "One one one. Done one.", "second", "Two."]
+    assert [m["content"] for m in stored][2:] == ["first", "One one one. Still one.", "second", "Two."]
 
 
 def test_recent_errors_are_for_the_owner(client) -> None:

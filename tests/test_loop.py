@@ -68,7 +68,7 @@ async def test_structured_tool_call_runs_and_the_model_answers(model, scripted_m
     tool_events = [(e.data["name"], e.data["status"]) for e in events if e.type == "tool"]
     assert tool_events == [("calculate", "start"), ("calculate", "done")]
     tool_msg = next(m for m in messages if m["role"] == "tool")
-    assert "437" in tool_msg["content"] and 'trust="untrusted"' in tool_msg["content"]
+    assert "437" in tool_msg["content"] and 'untrusted="true"' in tool_msg["content"]
     second_request = model.requests[1]["body"]["messages"]
     assert second_request[-1]["role"] == "tool" and second_request[-2]["tool_calls"][0]["function"]["name"] == "calculate"
     assert sentences(events) == ["It is 437."]

@@ -159,6 +159,53 @@
     drain();
   }
 
+  // A confirm-tier action waits for the owner's answer: Allow / Decline, with the PIN if needed.
+  function confirmCard(data) {
+    const card = el("div", "confirm");
+    card.dataset.id = String(data.id || "");
+    card.append(el("p", "question", data.question || "Allow this action?"));
+    let pin = null;
+    if (data.needs_pin) {
+      pin = el("input");
+      pin.type = "password";
+      pin.inputMode = "numeric";
+      pin.placeholder = "PIN";
+      pin.className = "pin";
+      pin.setAttribute("aria-label", "PIN");
+      card.append(pin);
+    }
+    const yes = el("button", "approve", "Allow");
+    const no = el("button", "decline ghost", "Decline");
+    yes.type = no.type = "button";
+    const note = el("p", "confirm-note");
+    const answer = async (approve) => {
+      yes.disabled = no.disabled = true;
+      const body = { approve };
+      if (approve && pin) body.pin = pin.value;
+      try {
+        const res = await request("/v1/confirmations/" + encodeURIComponent(card.dataset.id), {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        if (res.ok) {
+          card.dataset.answer = approve ? "approved" : "declined";
+          note.textContent = approve ? "Allowed." : "Declined.";
+        } else {
+          note.textContent = await errorMessage(res);
+          yes.disabled = no.disabled = false;
+        }
+      } catch (err) {
+        note.textContent = LOST;
+        yes.disabled = no.disabled = false;
+      }
+    };
+    yes.addEventListener("click", () => answer(true));
+    no.addEventListener("click", () => answer(false));
+    card.append(yes, no, note);
+    return card;
+  }
+
   function makeReply() {
     const typing = el("div", "typing");
     typing.setAttribute("aria-label", "Iriis is typing");
@@ -203,7 +250,7 @@
           break;
         }
         case "confirm":
-          ensure().append(el("div", "confirm", data.question));
+          ensure().append(confirmCard(data));
           break;
         case "done":
           finished = true;

@@ -1,13 +1,15 @@
 """SessionActor "session:{id}": one per conversation while it is in use.
 
 It owns the conversation's state: one turn at a time (a lock), cancel jumping that queue,
-buffered writes flushed on a timer, on every read, on idle exit and at shutdown.
+pending confirmations, the rolling summary, and buffered writes flushed on a timer, on every
+read, on idle exit and at shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,13 +19,20 @@ from pydantic import BaseModel
 
 from actors.errors import NAMESPACE, report
 from actors.logmask import install_log_masking
+from actors.session.attachments import expand_message
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import TurnEvent
+from actors.session.files import render_attachments
+from actors.session.loop import MAX_BACKGROUND_STEPS, MAX_CHAT_STEPS
+from actors.session.pin import verify_pin
 from actors.session.turnlog import TurnLog
-from actors.store.models import new_id
+from actors.store.models import OutboxItem, new_id
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
+
+CONFIRM_TIMEOUT = 600.0
+PIN_KV = "owner_pin_hash"
 
 
 class SessionConfig(BaseModel):
@@ -34,6 +43,21 @@ class SessionConfig(BaseModel):
 
 class SessionNotFound(Exception):
     pass
+
+
+class ConfirmationError(Exception):
+    """Answering a confirmation failed; `code` is the API error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Pending:
+    def __init__(self, turn_id: str, request: dict[str, Any]) -> None:
+        self.turn_id = turn_id
+        self.request = request
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
 
 @ray.remote(num_cpus=0, max_restarts=3, max_task_retries=0)
@@ -49,7 +73,10 @@ class SessionActor:
         self._turn_lock = asyncio.Lock()
         self.current: TurnLog | None = None
         self._current_task: asyncio.Task[None] | None = None
+        self._turns: dict[str, TurnLog] = {}
         self._waiting = 0
+        self._pending: dict[str, _Pending] = {}
+        self._summarizing: asyncio.Task[None] | None = None
         self._last_activity = time.monotonic()
         self._timers: list[asyncio.Task[None]] = []
         self._started = time.time()
@@ -83,7 +110,8 @@ class SessionActor:
         while True:
             await asyncio.sleep(period)
             idle = time.monotonic() - self._last_activity
-            busy = self._turn_lock.locked() or self._waiting
+            busy = self._turn_lock.locked() or self._waiting or self._pending or (
+                self._summarizing and not self._summarizing.done())
             if not busy and idle >= self.config.idle_seconds:
                 if await self._safe_flush():
                     log.info("session %s idle for %.0fs; exiting", self.core.session_id, idle)
@@ -113,48 +141,120 @@ class SessionActor:
 
     def state(self) -> dict[str, Any]:
         turn = self.current
+        running = bool(turn and not turn.finished)
         return {
             "session_id": self.core.session_id,
-            "running": bool(turn and not turn.finished),
-            "turn_id": turn.turn_id if turn else None,
+            "running": running,
+            "turn": turn.progress() if turn else None,
             "queued": self._waiting,
+            "pending_confirmations": [
+                {"id": cid, "turn_id": p.turn_id, **{k: p.request[k] for k in ("tool", "question", "needs_pin")}}
+                for cid, p in self._pending.items()
+            ],
+            "summary": self.core.conversation.summary if self.core.conversation else "",
             "pending_writes": self.core.buffer.pending,
             # Lets an owner (and a test) see that an idle actor exited and was rebuilt.
             "actor_started": self._started,
         }
 
+    def has_message(self, message_id: str) -> bool:
+        return any(m.id == message_id for m in self.core.history)
+
+    async def delete_message(self, message_id: str) -> bool:
+        self._last_activity = time.monotonic()
+        removed = self.core.remove(message_id)
+        await self.flush()
+        return removed
+
     # -- turns ----------------------------------------------------------------------------
 
-    async def chat(self, message: str) -> AsyncIterator[dict[str, Any]]:
-        """Stream a turn's events (as dicts). The turn runs on even if the caller leaves."""
+    async def chat(self, message: str, background: bool = False, attended: bool = True) -> AsyncIterator[dict[str, Any]]:
+        """Stream a turn's events (as dicts). The first one names the turn."""
         if not self._loaded and not await self.open():
             raise SessionNotFound(self.core.session_id)
-        turn = TurnLog(new_id())
+        turn = TurnLog(new_id(), background=background)
+        self._turns = {k: t for k, t in self._turns.items() if not t.finished}
+        self._turns[turn.turn_id] = turn
         self._waiting += 1
-        task = asyncio.get_running_loop().create_task(self._run(turn, message))
-        task.add_done_callback(lambda _t: None)
+        asyncio.get_running_loop().create_task(self._run(turn, message, attended))
+        yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
         async for event in turn.follow():
             yield event.model_dump()
 
-    async def cancel(self) -> bool:
-        """Stop the running turn now; does not wait behind the turn lock."""
+    async def follow(self, turn_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Follow a running turn from its start, for a client that reopened."""
+        turn = self._turns.get(turn_id) if turn_id else self.current
+        if turn is None:
+            return
+        yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
+        async for event in turn.follow():
+            yield event.model_dump()
+
+    def client_left(self, turn_id: str) -> None:
+        """The HTTP client went away: a background turn goes on, a plain one stops there."""
+        turn = self._turns.get(turn_id)
+        if turn is None or turn.finished:
+            return
+        turn.detached = True
+        if not turn.background and turn is self.current and self._current_task:
+            turn.cancelled = True
+            self._current_task.cancel()
+
+    async def cancel(self, heard: str | None = None, heard_index: int | None = None) -> bool:
+        """Stop the running turn now (barge-in); does not wait behind the turn lock."""
         turn, task = self.current, self._current_task
         if turn is None or turn.finished or task is None:
             return False
         turn.cancelled = True
+        turn.heard = (heard, heard_index)
         task.cancel()
         return True
 
-    async def _run(self, turn: TurnLog, message: str) -> None:
+    async def request_confirmation(self, turn_id: str, request: dict[str, Any]) -> bool:
+        """Called by the AgentLoop: ask the owner through the turn's stream and wait."""
+        turn = self._turns.get(turn_id)
+        if turn is None or turn.finished:
+            return False
+        cid = f"{self.core.session_id}.{secrets.token_hex(6)}"
+        pending = _Pending(turn_id, request)
+        self._pending[cid] = pending
+        await turn.push(TurnEvent(type="confirm", data={
+            "id": cid, "question": request["question"], "tool": request["tool"],
+            "arguments": request["arguments"], "needs_pin": request["needs_pin"],
+            "reason": request.get("reason", ""), "expires_in": CONFIRM_TIMEOUT}))
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.future), CONFIRM_TIMEOUT)
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self._pending.pop(cid, None)
+
+    async def answer_confirmation(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+        pending = self._pending.get(confirmation_id)
+        if pending is None or pending.future.done():
+            raise ConfirmationError("not_found", "No pending confirmation with that id (answered, expired or unknown).")
+        self._last_activity = time.monotonic()
+        if approve and pending.request["needs_pin"]:
+            if not pin:
+                raise ConfirmationError("pin_required", "This action needs your PIN.")
+            stored = await self.store.get_kv(PIN_KV)
+            if not stored:
+                raise ConfirmationError("pin_not_set", "No PIN is set; run `iriis pin set` on the server.")
+            if not verify_pin(pin, stored):
+                raise ConfirmationError("wrong_pin", "That PIN is not right.")
+        pending.future.set_result(approve)
+        return {"id": confirmation_id, "status": "approved" if approve else "declined"}
+
+    async def _run(self, turn: TurnLog, message: str, attended: bool) -> None:
         try:
             async with self._turn_lock:
                 self._waiting -= 1
                 self.current, self._current_task = turn, asyncio.current_task()
                 self._last_activity = time.monotonic()
-                await self._turn(turn, message)
+                await self._turn(turn, message, attended)
         except asyncio.CancelledError:
             self._finish_cancelled(turn)
-            await turn.push(TurnEvent(type="done", data=self._done_data(None, turn.spoken(), cancelled=True)))
+            await turn.push(TurnEvent(type="done", data=self._done_data(None, turn.heard_text(), cancelled=True)))
         except Exception as exc:  # noqa: BLE001 - a turn's top boundary: the client gets a plain error
             log.exception("turn failed in session %s", self.core.session_id)
             report("session.turn", exc, request={"session": self.core.session_id})
@@ -163,11 +263,15 @@ class SessionActor:
                 "message": "Something went wrong while answering; your message was saved. Please try again.",
             }))
         finally:
+            for cid, pending in list(self._pending.items()):
+                if pending.turn_id == turn.turn_id and not pending.future.done():
+                    pending.future.set_result(False)
             self._current_task = None
             self._last_activity = time.monotonic()
+            await self._after_turn(turn)
 
     def _finish_cancelled(self, turn: TurnLog) -> None:
-        heard = turn.spoken()
+        heard = turn.heard_text()
         if heard:
             self.core.add("assistant", heard, meta={"interrupted": True})
 
@@ -175,9 +279,18 @@ class SessionActor:
         return {"session_id": self.core.session_id, "message_id": message_id, "text": text,
                 "cancelled": cancelled}
 
-    async def _turn(self, turn: TurnLog, message: str) -> None:
+    async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        request = {"messages": self.core.prompt(system_prompt()), "session_id": self.core.session_id}
+        messages = self.core.prompt(system_prompt())
+        rendered = await render_attachments(self.store, message, turn)
+        if rendered:
+            # The model reads the files' contents; the stored message stays as the owner sent it.
+            messages[-1] = {"role": "user", "content": expand_message(message, rendered)}
+        request = {
+            "messages": messages, "session_id": self.core.session_id, "turn_id": turn.turn_id,
+            "session": ray.get_runtime_context().current_actor, "attended": attended,
+            "max_steps": MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
+        }
         stream = self.agent.options(stream=True).run.remote(request)
         result: dict[str, Any] | None = None
         try:
@@ -196,6 +309,33 @@ class SessionActor:
         tools = (result or {}).get("tools") or None
         saved = self.core.add("assistant", text, meta={"tools": tools} if tools else None)
         await turn.push(TurnEvent(type="done", data=self._done_data(saved.id, text)))
+
+    async def _after_turn(self, turn: TurnLog) -> None:
+        if turn.background and turn.detached and not turn.cancelled:
+            # Nobody was watching when it finished: queue a notification for the owner.
+            first = turn.first_sentence() or "Your request is finished."
+            try:
+                await self.store.add_outbox(OutboxItem(
+                    kind="turn_done", session_id=self.core.session_id, title="Iriis finished",
+                    body=first, data={"turn_id": turn.turn_id}))
+            except Exception as exc:  # noqa: BLE001 - a lost notification must not lose the turn
+                report("session.outbox", exc, request={"session": self.core.session_id})
+        if self.core.to_fold() and (self._summarizing is None or self._summarizing.done()):
+            self._summarizing = asyncio.get_running_loop().create_task(self._summarize())
+
+    async def _summarize(self) -> None:
+        """Fold what left the verbatim window into the rolling summary, in the background."""
+        fold = self.core.to_fold()
+        if not fold or self.core.conversation is None:
+            return
+        try:
+            summary = await self.agent.summarize.remote(
+                self.core.conversation.summary, [{"role": m.role, "content": m.content} for m in fold])
+        except Exception as exc:  # noqa: BLE001 - background boundary: the next turn tries again
+            log.exception("summary failed in session %s", self.core.session_id)
+            report("session.summary", exc, request={"session": self.core.session_id})
+            return
+        self.core.apply_summary(summary, fold[-1].seq)
 
 
 def session_actor(session_id: str, config: SessionConfig, agent: Any) -> Any:

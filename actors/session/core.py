@@ -13,6 +13,8 @@ from actors.store.store import Store
 HISTORY_CHAR_BUDGET = 20_000
 LOAD_LIMIT = 200
 TITLE_CHARS = 80
+# The next turn must not assume the owner heard the rest of an interrupted reply.
+INTERRUPTED_NOTE = "\n[interrupted: the owner stopped me here and did not hear the rest]"
 
 
 class SessionCore:
@@ -49,21 +51,53 @@ class SessionCore:
         self.buffer.touch(self.conversation)
         return message
 
-    def prompt(self, system: str) -> list[dict[str, Any]]:
-        """System text, the rolling summary, then as much recent history as fits the budget."""
+    def window(self) -> list[MessageRecord]:
+        """The recent user/assistant messages kept verbatim: newest first until the budget."""
         window: list[MessageRecord] = []
         used = 0
         for message in reversed(self.history):
+            if message.role not in ("user", "assistant"):
+                continue
             used += len(message.content)
             if used > HISTORY_CHAR_BUDGET and window:
                 break
             window.append(message)
+        return window[::-1]
+
+    def to_fold(self) -> list[MessageRecord]:
+        """Messages that have left the window and are not in the summary yet."""
+        window = self.window()
+        first_kept = window[0].seq if window else self._next_seq
+        upto = self.conversation.summary_upto if self.conversation else 0
+        return [m for m in self.history
+                if upto < m.seq < first_kept and m.role in ("user", "assistant")]
+
+    def apply_summary(self, summary: str, upto_seq: int) -> None:
+        assert self.conversation is not None
+        if upto_seq <= self.conversation.summary_upto:
+            return
+        self.conversation.summary = summary
+        self.conversation.summary_upto = upto_seq
+        self.buffer.touch(self.conversation)
+
+    def remove(self, message_id: str) -> bool:
+        """Delete permanently: from the live context and, on the next flush, from storage."""
+        before = len(self.history)
+        self.history = [m for m in self.history if m.id != message_id]
+        self.buffer.delete(message_id)
+        return len(self.history) != before
+
+    def prompt(self, system: str) -> list[dict[str, Any]]:
+        """System text, the rolling summary, then as much recent history as fits the budget."""
         out: list[dict[str, Any]] = [{"role": "system", "content": system}]
         if self.conversation and self.conversation.summary:
             out.append({"role": "system",
                         "content": "Summary of the earlier conversation:\n" + self.conversation.summary})
-        out += [{"role": m.role, "content": m.content} for m in reversed(window)
-                if m.role in ("user", "assistant")]
+        for m in self.window():
+            content = m.content
+            if m.meta and m.meta.get("interrupted"):
+                content += INTERRUPTED_NOTE
+            out.append({"role": m.role, "content": content})
         return out
 
 

@@ -1,19 +1,29 @@
 """One turn of the agent: model steps, tool calls, sentences out as soon as they are complete.
 
+The checks that keep side effects honest live here, outside the model: tiers and
+confirmations, the taint rule after untrusted output, the action-claim check, the audit log.
 Pure asyncio: the AgentLoop deployment wraps it, tests drive it with the scripted server.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from actors.providers.chunker import SentenceChunker
 from actors.providers.guard import ToolCallGuard
 from actors.providers.types import Delta, TextDelta, ToolCall
+from actors.session.budget import compact_tool_messages
+from actors.session.claims import claim_sentence
 from actors.session.events import TurnEvent
-from actors.tools.builtin import ToolBox, wrap_untrusted
+from actors.session.redact import redact_value
+from actors.store.models import AuditEntry
+from actors.tools.spec import CONFIRM, PIN, ToolBox, ToolResult, ToolSpec, wrap_untrusted
 
 MAX_CHAT_STEPS = 10
 MAX_BACKGROUND_STEPS = 20
@@ -25,38 +35,99 @@ EMPTY_RETRY_INSTRUCTION = (
     "Your previous reply was empty. Answer the user's last message now in plain text, without tools."
 )
 APOLOGY = "Sorry, I could not come up with an answer to that. Could you rephrase it?"
+CLAIM_CORRECTION = (
+    "Your reply says an action was done, but no tool ran in this turn, so nothing was done. "
+    "Either call the tool that does it now, or tell the owner plainly that you have not done it."
+)
+DECLINED_UNATTENDED = (
+    "declined: nobody can confirm actions in this context, so `{name}` was not run. "
+    "Tell the owner what you wanted to do; they can ask for it directly."
+)
+DECLINED_BY_OWNER = "declined: the owner said no, so `{name}` was not run. Do not try it again this turn."
+NEEDS_PURPOSE = (
+    "error: `{name}` needs a `purpose` argument: one plain sentence telling the owner what the "
+    "command does. Call it again with one."
+)
 
 ModelFn = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], AsyncIterator[Delta]]
 
 
-class _Speaker:
-    """Guard then chunker: markup never reaches the listener, sentences leave as they complete."""
+class ConfirmRequest(BaseModel):
+    tool: str
+    arguments: dict[str, Any]
+    question: str
+    needs_pin: bool
+    reason: str
 
-    def __init__(self, known_tools: set[str], start_index: int) -> None:
+
+@dataclass
+class TurnContext:
+    """What the turn may reach outside itself. No `confirm` means an unattended context."""
+
+    confirm: Callable[[ConfirmRequest], Awaitable[bool]] | None = None
+    audit: Callable[[AuditEntry], Awaitable[None]] | None = None
+    on_failure: Callable[[str, str], None] | None = None
+    session_id: str | None = None
+
+
+def question_for(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """What the owner is asked: the model's stated purpose for shell-like tools, else the call."""
+    if spec.purpose_required:
+        return f"Allow this? {str(arguments.get('purpose', '')).strip()}"
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:80]}"
+                      for k, v in redact_value(arguments).items() if k != "purpose")
+    return f"Allow {spec.name}({shown})? {spec.description}"
+
+
+class _Speaker:
+    """Guard, then chunker: markup never reaches the listener, sentences leave as they complete.
+
+    While a turn has run no tool, a sentence that claims an action is held back, with
+    everything after it, until the step ends: then it is either released (a tool call
+    followed) or withheld by the claim check.
+    """
+
+    def __init__(self, known_tools: set[str], start_index: int, hold_claims: bool) -> None:
         self.guard = ToolCallGuard(known_tools) if known_tools else ToolCallGuard()
         self.chunker = SentenceChunker()
         self.index = start_index
         self.text = ""
+        self.hold_claims = hold_claims
+        self.held: list[str] = []
+        self.spoken: list[str] = []
 
-    def _events(self, sentences: list[str]) -> list[TurnEvent]:
+    def _sentences(self, sentences: list[str]) -> list[TurnEvent]:
         out = []
         for s in sentences:
-            out.append(TurnEvent(type="sentence", data={"text": s, "index": self.index}))
-            self.index += 1
+            if self.held or (self.hold_claims and claim_sentence(s)):
+                self.held.append(s)
+                continue
+            out.append(self._event(s))
         return out
+
+    def _event(self, sentence: str) -> TurnEvent:
+        event = TurnEvent(type="sentence", data={"text": sentence, "index": self.index})
+        self.index += 1
+        self.spoken.append(sentence)
+        return event
 
     def feed(self, delta: str) -> list[TurnEvent]:
         clean = self.guard.feed(delta)
         self.text += clean
-        return self._events(self.chunker.feed(clean)) if clean else []
+        return self._sentences(self.chunker.feed(clean)) if clean else []
 
     def finish(self) -> tuple[list[TurnEvent], list[ToolCall]]:
         tail, recovered = self.guard.finish()
         self.text += tail
-        events = self._events(self.chunker.feed(tail) + self.chunker.flush())
+        events = self._sentences(self.chunker.feed(tail) + self.chunker.flush())
         calls = [ToolCall(id=f"recovered_{i}", name=c.name, arguments=c.arguments)
                  for i, c in enumerate(recovered)]
         return events, calls
+
+    def release(self) -> list[TurnEvent]:
+        events = [self._event(s) for s in self.held]
+        self.held = []
+        return events
 
 
 def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
@@ -71,26 +142,91 @@ def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
     }
 
 
+class _Turn:
+    def __init__(self, toolbox: ToolBox, ctx: TurnContext) -> None:
+        self.toolbox = toolbox
+        self.ctx = ctx
+        self.tools_ran = False
+        # Set once the turn has read output from outside the owner's control.
+        self.tainted = False
+        self.trace: list[dict[str, Any]] = []
+        self.files: list[int] = []
+
+    def effective_tier(self, spec: ToolSpec) -> tuple[int, str]:
+        if self.tainted and spec.tier >= 1 and spec.tier < CONFIRM:
+            return CONFIRM, "this turn has read content from outside, so actions need your own yes"
+        return spec.tier, f"{spec.name} is a confirm-tier tool" if spec.tier >= CONFIRM else ""
+
+    async def run_call(self, call: ToolCall) -> tuple[ToolResult, dict[str, Any]]:
+        spec = self.toolbox.specs.get(call.name)
+        started = time.perf_counter()
+        info: dict[str, Any] = {"tier": spec.tier if spec else None, "confirmed": None}
+        if spec is None:
+            result = await self.toolbox.execute(call.name, call.arguments)
+        elif spec.purpose_required and not str(call.arguments.get("purpose", "")).strip():
+            result = ToolResult(name=call.name, ok=False, content=NEEDS_PURPOSE.format(name=call.name))
+        else:
+            tier, reason = self.effective_tier(spec)
+            info["tier"] = tier
+            if tier >= CONFIRM:
+                if self.ctx.confirm is None:
+                    info["confirmed"] = False
+                    result = ToolResult(name=call.name, ok=False,
+                                        content=DECLINED_UNATTENDED.format(name=call.name))
+                else:
+                    approved = await self.ctx.confirm(ConfirmRequest(
+                        tool=call.name, arguments=redact_value(call.arguments),
+                        question=question_for(spec, call.arguments), needs_pin=tier >= PIN, reason=reason))
+                    info["confirmed"] = approved
+                    result = (await self.toolbox.execute(call.name, call.arguments) if approved else
+                              ToolResult(name=call.name, ok=False, content=DECLINED_BY_OWNER.format(name=call.name)))
+            else:
+                result = await self.toolbox.execute(call.name, call.arguments)
+            if info["confirmed"] is not False and spec.untrusted_output:
+                self.tainted = True
+        executed = info["confirmed"] is not False and spec is not None
+        if executed:
+            self.tools_ran = True
+        await self._audit(call, result, info, (time.perf_counter() - started) * 1000)
+        self.files += result.files
+        return result, info
+
+    async def _audit(self, call: ToolCall, result: ToolResult, info: dict[str, Any], ms: float) -> None:
+        tier_names = {0: "read", 1: "auto", 2: "confirm", 3: "pin"}
+        entry = AuditEntry(
+            session_id=self.ctx.session_id, tool=call.name, arguments=redact_value(call.arguments),
+            tier=tier_names.get(info["tier"], "unknown"), confirmed=info["confirmed"],
+            result=result.content[:4000] if result.ok else None,
+            error=None if result.ok else result.content[:2000], duration_ms=round(ms, 2),
+        )
+        if self.ctx.audit:
+            await self.ctx.audit(entry)
+        if not result.ok and info["confirmed"] is not False and self.ctx.on_failure:
+            self.ctx.on_failure(call.name, result.content)
+
+
 async def run_turn(
     model: ModelFn,
     messages: list[dict[str, Any]],
     toolbox: ToolBox,
     max_steps: int = MAX_CHAT_STEPS,
+    ctx: TurnContext | None = None,
 ) -> AsyncIterator[TurnEvent]:
-    """Yield sentence and tool events, then one `result` event with the whole reply.
+    """Yield sentence, tool and confirm-related events, then one `result` event with the reply.
 
     `messages` is the full prompt (system, history, the user's message); it is extended in
     place with this turn's assistant and tool messages.
     """
+    ctx = ctx or TurnContext()
+    turn = _Turn(toolbox, ctx)
     schemas = toolbox.schemas() or None
     known = set(toolbox.specs)
     reply_parts: list[str] = []
-    tool_trace: list[dict[str, Any]] = []
     index = 0
-    retried_empty = False
+    retried_empty = claim_checked = False
     offer_tools = True
     for _step in range(max_steps):
-        speaker = _Speaker(known, index)
+        speaker = _Speaker(known, index, hold_claims=not turn.tools_ran and not claim_checked)
         calls: list[ToolCall] = []
         async for delta in model(messages, schemas if offer_tools else None):
             if isinstance(delta, TextDelta):
@@ -102,6 +238,17 @@ async def run_turn(
         for event in events:
             yield event
         calls += recovered
+        if speaker.held and not calls and not turn.tools_ran:
+            # Claims an action with no tool run this turn: withhold it once and ask again.
+            claim_checked = True
+            index = speaker.index
+            if speaker.spoken:
+                reply_parts.append(" ".join(speaker.spoken))
+            messages.append({"role": "assistant", "content": speaker.text.strip()})
+            messages.append({"role": "system", "content": CLAIM_CORRECTION})
+            continue
+        for event in speaker.release():
+            yield event
         index = speaker.index
         text = speaker.text.strip()
         if text:
@@ -119,16 +266,25 @@ async def run_turn(
             break
         messages.append(_assistant_message(text, calls))
         for call in calls:
-            yield TurnEvent(type="tool", data={"name": call.name, "status": "start", "arguments": call.arguments})
-            result = await toolbox.execute(call.name, call.arguments)
-            tool_trace.append({"name": call.name, "arguments": call.arguments,
-                               "ok": result.ok, "result": result.content[:500]})
-            yield TurnEvent(type="tool", data={"name": call.name, "status": "done" if result.ok else "error",
-                                               "result": result.content[:500]})
+            yield TurnEvent(type="tool", data={"name": call.name, "status": "start",
+                                               "arguments": redact_value(call.arguments)})
+            result, info = await turn.run_call(call)
+            status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
+            turn.trace.append({"name": call.name, "arguments": redact_value(call.arguments),
+                               "status": status, "result": result.content[:500]})
+            yield TurnEvent(type="tool", data={"name": call.name, "status": status,
+                                               "result": result.content[:500], "files": result.files})
+            spec = toolbox.specs.get(call.name)
+            source = f"{spec.source}.{call.name}" if spec else call.name
             messages.append({"role": "tool", "tool_call_id": call.id,
-                             "content": wrap_untrusted(call.name, result.content)})
+                             "content": wrap_untrusted(source, result.content)})
+        compact_tool_messages(messages)
     else:
         cap = STEP_CAP_SENTENCE.format(n=max_steps)
         yield TurnEvent(type="sentence", data={"text": cap, "index": index})
         reply_parts.append(cap)
-    yield TurnEvent(type="result", data={"text": "\n\n".join(reply_parts), "tools": tool_trace})
+    text = "\n\n".join(reply_parts)
+    if turn.files:
+        # Markers let clients render the artefacts in history.
+        text += "\n\n" + " ".join(f"[file:{f}]" for f in dict.fromkeys(turn.files))
+    yield TurnEvent(type="result", data={"text": text, "tools": turn.trace, "files": turn.files})

@@ -1,13 +1,14 @@
 """The events of one running turn, readable by any number of followers while it runs.
 
-The turn itself runs as its own task, so it completes and is saved even if every follower
-(an HTTP client) goes away; a reopened client can follow it again from the start.
+The turn itself runs as its own task, so a background turn completes and is saved even if
+every follower (an HTTP client) goes away; a reopened client can follow it again from the start.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from actors.session.events import TurnEvent
 
@@ -16,11 +17,14 @@ MAX_EVENTS = 5_000
 
 
 class TurnLog:
-    def __init__(self, turn_id: str) -> None:
+    def __init__(self, turn_id: str, background: bool = False) -> None:
         self.turn_id = turn_id
+        self.background = background
         self.events: list[TurnEvent] = []
         self.finished = False
         self.cancelled = False
+        self.detached = False  # the client that started it has gone
+        self.heard: tuple[str | None, int | None] = (None, None)
         self._changed = asyncio.Condition()
 
     async def push(self, event: TurnEvent) -> None:
@@ -31,8 +35,32 @@ class TurnLog:
                 self.finished = True
             self._changed.notify_all()
 
-    def spoken(self) -> str:
-        return " ".join(e.data["text"] for e in self.events if e.type == "sentence")
+    def sentences(self) -> list[str]:
+        return [e.data["text"] for e in self.events if e.type == "sentence"]
+
+    def first_sentence(self) -> str | None:
+        sentences = self.sentences()
+        return sentences[0] if sentences else None
+
+    def heard_text(self) -> str:
+        """What the owner actually heard before interrupting: up to the sentence (or the
+        fragment of one) they reported, else everything that was sent."""
+        sentences = self.sentences()
+        heard, index = self.heard
+        if index is not None:
+            return " ".join(sentences[: max(0, index + 1)])
+        if heard and heard.strip():
+            fragment = heard.strip()
+            for k in range(len(sentences) - 1, -1, -1):
+                at = sentences[k].find(fragment)
+                if at >= 0:
+                    return " ".join(sentences[:k] + [sentences[k][: at + len(fragment)]])
+        return " ".join(sentences)
+
+    def progress(self) -> dict[str, Any]:
+        tools = [e.data for e in self.events if e.type == "tool"]
+        return {"turn_id": self.turn_id, "background": self.background, "finished": self.finished,
+                "sentences": self.sentences(), "tools": tools}
 
     async def follow(self, start: int = 0) -> AsyncIterator[TurnEvent]:
         i = start

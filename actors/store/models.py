@@ -56,3 +56,15 @@ class AuditEntry(BaseModel):
     result: str | None = None
     error: str | None = None
     duration_ms: float = 0.0
+
+
+class OutboxItem(BaseModel):
+    id: int | None = None
+    ts: float = Field(default_factory=time.time)
+    kind: str
+    session_id: str | None = None
+    title: str
+    body: str
+    data: dict[str, Any] | None = None
+    status: str = "queued"
+    delivered_at: float | None = None

@@ -68,3 +68,16 @@ kv = sa.Table(
     sa.Column("value", sa.JSON, nullable=True),
     sa.Column("updated", sa.Float, nullable=False),
 )
+
+outbox = sa.Table(
+    "outbox", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("session_id", sa.Text, nullable=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("data", sa.JSON, nullable=True),
+    sa.Column("status", sa.Text, nullable=False, server_default="queued"),
+    sa.Column("delivered_at", sa.Float, nullable=True),
+)

@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from actors.store import schema
-from actors.store.models import AuditEntry, ConversationRecord, FileRecord, MessageRecord
+from actors.store.models import AuditEntry, ConversationRecord, FileRecord, MessageRecord, OutboxItem
 
 
 def resolve_url(database_url: str | None, home: Path) -> str:
@@ -168,3 +168,28 @@ class Store:
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).mappings().all()
         return [AuditEntry(**{k: v for k, v in r.items() if k != "id"}) for r in rows]
+
+    # -- outbox ---------------------------------------------------------------------------
+
+    async def add_outbox(self, item: OutboxItem) -> int:
+        values = item.model_dump(exclude={"id"})
+        async with self.engine.begin() as conn:
+            return (await conn.execute(
+                sa.insert(schema.outbox).values(**values).returning(schema.outbox.c.id)
+            )).scalar_one()
+
+    async def list_outbox(self, status: str | None = None, limit: int = 100) -> list[OutboxItem]:
+        query = sa.select(schema.outbox).order_by(schema.outbox.c.id.desc()).limit(limit)
+        if status:
+            query = query.where(schema.outbox.c.status == status)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [OutboxItem(**r) for r in rows]
+
+    # -- messages by id -------------------------------------------------------------------
+
+    async def message_conversation(self, message_id: str) -> str | None:
+        async with self.engine.connect() as conn:
+            return (await conn.execute(
+                sa.select(schema.messages.c.conversation_id).where(schema.messages.c.id == message_id)
+            )).scalar_one_or_none()

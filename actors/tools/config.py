@@ -1,0 +1,89 @@
+"""mcp.yaml: the tool servers and their permission tiers, validated at start-up.
+
+Today only the `builtin` entry is acted on (tiers and exclusions for the built-in tools); the
+other servers are validated and listed, and are started by the MCP catalogue when it lands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from actors.tools.spec import tier_from
+
+
+class ServerConfig(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    transport: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    url: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    tier: int | None = None
+    tools: dict[str, int] = Field(default_factory=dict)
+    exclude: list[str] = Field(default_factory=list)
+    requires_env: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+
+    @field_validator("tier", mode="before")
+    @classmethod
+    def _tier(cls, value: Any) -> int | None:
+        return None if value is None else tier_from(value)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools(cls, value: Any) -> dict[str, int]:
+        return {str(k): tier_from(v) for k, v in (value or {}).items()}
+
+
+class McpConfig(BaseModel):
+    servers: dict[str, ServerConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _transports(self) -> "McpConfig":
+        for name, server in self.servers.items():
+            if name == "builtin":
+                continue
+            if server.transport == "stdio" and not server.command:
+                raise ValueError(f"server {name!r}: stdio needs a command")
+            if server.transport == "http" and not server.url:
+                raise ValueError(f"server {name!r}: http needs a url")
+        return self
+
+    def builtin_tiers(self, tool_names: list[str]) -> dict[str, int]:
+        entry = self.servers.get("builtin")
+        if entry is None:
+            return {}
+        tiers = {name: entry.tier for name in tool_names} if entry.tier is not None else {}
+        tiers.update(entry.tools)
+        return tiers
+
+    def builtin_exclude(self) -> set[str]:
+        entry = self.servers.get("builtin")
+        return set(entry.exclude) if entry else set()
+
+
+class McpConfigError(Exception):
+    """One line: the file, where, and what is wrong."""
+
+
+def load_mcp_config(path: Path) -> McpConfig:
+    if not path.exists():
+        return McpConfig()
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "somewhere"
+        raise McpConfigError(f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    try:
+        return McpConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "top level"
+        raise McpConfigError(f"{path}: {where}: {err['msg']}") from None
