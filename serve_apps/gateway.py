@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
-from actors.session.actor import ConfirmationError, SessionConfig, SessionNotFound, session_actor
+from actors.session.actor import SessionConfig, SessionNotFound, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
 from actors.store.store import Store
@@ -293,11 +293,11 @@ class Gateway:
         if "." not in confirmation_id or not SESSION_ID.match(session_id):
             raise ApiError(404, "not_found", "No pending confirmation with that id.")
         handle = await self._session(session_id, create=False)
-        try:
-            return await handle.answer_confirmation.remote(confirmation_id, body.approve, body.pin)
-        except ConfirmationError as exc:
-            status = {"not_found": 404, "pin_required": 422, "wrong_pin": 403, "pin_not_set": 409}[exc.code]
-            raise ApiError(status, exc.code, str(exc)) from None
+        answer = await handle.answer_confirmation.remote(confirmation_id, body.approve, body.pin)
+        if "error" in answer:
+            status = {"not_found": 404, "pin_required": 422, "wrong_pin": 403, "pin_not_set": 409}[answer["error"]]
+            raise ApiError(status, answer["error"], answer["message"])
+        return answer
 
     @app.delete("/v1/messages/{message_id}")
     async def delete_message(self, message_id: str, request: Request) -> dict[str, Any]:

@@ -80,14 +80,22 @@ def ray_session() -> Iterator[None]:
 
 OWNER_KEY = "test-owner-key"
 SECOND_KEY = "second-owner-key"
+OWNER_PIN = "2468"
 
 
 @pytest.fixture(scope="session")
 async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest.TempPathFactory):
     """The real `iriis serve` on PostgreSQL, talking to the scripted model over HTTP."""
-    from tests.server_proc import ServerProcess
+    import subprocess
 
-    proc = ServerProcess(tmp_path_factory.mktemp("home-pg"), {
+    from tests.server_proc import IRIIS, ServerProcess
+
+    home = tmp_path_factory.mktemp("home-pg")
+    mcp = home / "mcp.yaml"
+    mcp.write_text("servers:\n  builtin:\n    tools:\n"
+                   "      save_note: confirm\n      run_shell: pin\n      notify_owner: auto\n")
+    proc = ServerProcess(home, {
+        "IRIIS_MCP_CONFIG": str(mcp),
         "DATABASE_URL": pg_url,
         "OPENAI_BASE_URL": scripted.base_url,
         "OPENAI_API_KEY": "sk-scripted-provider-key\n",
@@ -95,5 +103,7 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
     }).start()
+    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
+                   check=True, capture_output=True, text=True, timeout=60)
     yield proc
     proc.stop()

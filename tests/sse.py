@@ -30,3 +30,53 @@ def chat(client: httpx.Client, key: str, message: str, session_id: str | None = 
                        timeout=timeout) as resp:
         assert resp.status_code == 200, resp.read()
         return list(iter_events(resp))
+
+
+class LiveChat:
+    """A chat streamed on a thread, so a test can act mid-turn (confirm, cancel, disconnect)."""
+
+    def __init__(self, base_url: str, key: str, body: dict[str, Any]) -> None:
+        import queue
+        import threading
+
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        self._stop = threading.Event()
+        self.status: int | None = None
+        self._thread = threading.Thread(target=self._run, args=(base_url, key, body), daemon=True)
+        self._thread.start()
+
+    def _run(self, base_url: str, key: str, body: dict[str, Any]) -> None:
+        with httpx.Client(base_url=base_url, timeout=120) as client:
+            with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {key}"}) as resp:
+                self.status = resp.status_code
+                for event in iter_events(resp):
+                    self.events.append(event)
+                    self._queue.put(event)
+                    if self._stop.is_set():
+                        break  # leaving the `with` closes the connection: the client went away
+        self._queue.put(None)
+
+    def wait_for(self, kind: str, timeout: float = 60.0) -> dict[str, Any]:
+        """The next event of this kind (earlier events of other kinds are skipped)."""
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {kind!r} event within {timeout}s; saw {self.events}") from None
+            if item is None:
+                raise AssertionError(f"stream ended without {kind!r}; saw {self.events}")
+            if item[0] == kind:
+                return item[1]
+
+    def disconnect(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float = 60.0) -> list[tuple[str, dict[str, Any]]]:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "chat stream did not end"
+        return self.events

@@ -8,6 +8,7 @@ read, on idle exit and at shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import secrets
 import time
@@ -45,12 +46,8 @@ class SessionNotFound(Exception):
     pass
 
 
-class ConfirmationError(Exception):
-    """Answering a confirmation failed; `code` is the API error code."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+def _refusal(code: str, message: str) -> dict[str, Any]:
+    return {"error": code, "message": message}
 
 
 class _Pending:
@@ -176,7 +173,9 @@ class SessionActor:
         self._turns = {k: t for k, t in self._turns.items() if not t.finished}
         self._turns[turn.turn_id] = turn
         self._waiting += 1
-        asyncio.get_running_loop().create_task(self._run(turn, message, attended))
+        # A fresh context: the turn must not inherit the caller's request context, or Ray
+        # cancels it (and the AgentLoop call under it) when that caller goes away.
+        asyncio.get_running_loop().create_task(self._run(turn, message, attended), context=contextvars.Context())
         yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
         async for event in turn.follow():
             yield event.model_dump()
@@ -230,18 +229,20 @@ class SessionActor:
             self._pending.pop(cid, None)
 
     async def answer_confirmation(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+        """Resolve a pending confirmation. Errors come back as {"error": code, "message"}:
+        plain data crosses Ray more predictably than custom exceptions."""
         pending = self._pending.get(confirmation_id)
         if pending is None or pending.future.done():
-            raise ConfirmationError("not_found", "No pending confirmation with that id (answered, expired or unknown).")
+            return _refusal("not_found", "No pending confirmation with that id (answered, expired or unknown).")
         self._last_activity = time.monotonic()
         if approve and pending.request["needs_pin"]:
             if not pin:
-                raise ConfirmationError("pin_required", "This action needs your PIN.")
+                return _refusal("pin_required", "This action needs your PIN.")
             stored = await self.store.get_kv(PIN_KV)
             if not stored:
-                raise ConfirmationError("pin_not_set", "No PIN is set; run `iriis pin set` on the server.")
+                return _refusal("pin_not_set", "No PIN is set; run `iriis pin set` on the server.")
             if not verify_pin(pin, stored):
-                raise ConfirmationError("wrong_pin", "That PIN is not right.")
+                return _refusal("wrong_pin", "That PIN is not right.")
         pending.future.set_result(approve)
         return {"id": confirmation_id, "status": "approved" if approve else "declined"}
 

@@ -36,9 +36,10 @@ EMPTY_RETRY_INSTRUCTION = (
 )
 APOLOGY = "Sorry, I could not come up with an answer to that. Could you rephrase it?"
 CLAIM_CORRECTION = (
-    "Your reply says an action was done, but no tool ran in this turn, so nothing was done. "
+    "Your reply says an action was done, but no tool performed it in this turn, so nothing was done. "
     "Either call the tool that does it now, or tell the owner plainly that you have not done it."
 )
+NO_ACTION_NOTE = "To be clear: I have not carried out any action in this turn."
 DECLINED_UNATTENDED = (
     "declined: nobody can confirm actions in this context, so `{name}` was not run. "
     "Tell the owner what you wanted to do; they can ask for it directly."
@@ -124,8 +125,16 @@ class _Speaker:
                  for i, c in enumerate(recovered)]
         return events, calls
 
-    def release(self) -> list[TurnEvent]:
-        events = [self._event(s) for s in self.held]
+    def release(self, drop_claims: bool = False, note: bool = False) -> list[TurnEvent]:
+        """Let held sentences go; with drop_claims, a claim no tool backs is replaced by a
+        plain statement, since the system must never report an action it did not perform."""
+        events = []
+        for s in self.held:
+            if drop_claims and claim_sentence(s):
+                continue
+            events.append(self._event(s))
+        if note:
+            events.append(self._event(NO_ACTION_NOTE))
         self.held = []
         return events
 
@@ -146,7 +155,8 @@ class _Turn:
     def __init__(self, toolbox: ToolBox, ctx: TurnContext) -> None:
         self.toolbox = toolbox
         self.ctx = ctx
-        self.tools_ran = False
+        # An action (tier 1 and up) actually ran and succeeded: only that can back a claim.
+        self.acted = False
         # Set once the turn has read output from outside the owner's control.
         self.tainted = False
         self.trace: list[dict[str, Any]] = []
@@ -185,8 +195,8 @@ class _Turn:
             if info["confirmed"] is not False and spec.untrusted_output:
                 self.tainted = True
         executed = info["confirmed"] is not False and spec is not None
-        if executed:
-            self.tools_ran = True
+        if executed and spec.tier >= 1 and result.ok:
+            self.acted = True
         await self._audit(call, result, info, (time.perf_counter() - started) * 1000)
         self.files += result.files
         return result, info
@@ -226,7 +236,8 @@ async def run_turn(
     retried_empty = claim_checked = False
     offer_tools = True
     for _step in range(max_steps):
-        speaker = _Speaker(known, index, hold_claims=not turn.tools_ran and not claim_checked)
+        # A read or a declined action does not back "I've sent it": hold claims until one acted.
+        speaker = _Speaker(known, index, hold_claims=not turn.acted)
         calls: list[ToolCall] = []
         async for delta in model(messages, schemas if offer_tools else None):
             if isinstance(delta, TextDelta):
@@ -238,8 +249,8 @@ async def run_turn(
         for event in events:
             yield event
         calls += recovered
-        if speaker.held and not calls and not turn.tools_ran:
-            # Claims an action with no tool run this turn: withhold it once and ask again.
+        if speaker.held and not calls and not claim_checked:
+            # Claims an action that no tool performed this turn: withhold it once and ask again.
             claim_checked = True
             index = speaker.index
             if speaker.spoken:
@@ -247,13 +258,15 @@ async def run_turn(
             messages.append({"role": "assistant", "content": speaker.text.strip()})
             messages.append({"role": "system", "content": CLAIM_CORRECTION})
             continue
-        for event in speaker.release():
-            yield event
-        index = speaker.index
-        text = speaker.text.strip()
-        if text:
-            reply_parts.append(text)
         if not calls:
+            # Asked once already and it claims again with nothing done: say so plainly instead.
+            unbacked = bool(speaker.held)
+            for event in speaker.release(drop_claims=unbacked, note=unbacked):
+                yield event
+            index = speaker.index
+            text = " ".join(speaker.spoken) if unbacked else speaker.text.strip()
+            if text:
+                reply_parts.append(text)
             if text or reply_parts:
                 break
             if not retried_empty:
@@ -264,7 +277,7 @@ async def run_turn(
             yield TurnEvent(type="sentence", data={"text": APOLOGY, "index": index})
             reply_parts.append(APOLOGY)
             break
-        messages.append(_assistant_message(text, calls))
+        messages.append(_assistant_message(speaker.text.strip(), calls))
         for call in calls:
             yield TurnEvent(type="tool", data={"name": call.name, "status": "start",
                                                "arguments": redact_value(call.arguments)})
@@ -278,6 +291,14 @@ async def run_turn(
             source = f"{spec.source}.{call.name}" if spec else call.name
             messages.append({"role": "tool", "tool_call_id": call.id,
                              "content": wrap_untrusted(source, result.content)})
+        # Claims written beside the calls are heard only if one of those calls really acted.
+        unbacked = bool(speaker.held) and not turn.acted
+        for event in speaker.release(drop_claims=unbacked, note=False):
+            yield event
+        index = speaker.index
+        text = " ".join(speaker.spoken) if unbacked else speaker.text.strip()
+        if text:
+            reply_parts.append(text)
         compact_tool_messages(messages)
     else:
         cap = STEP_CAP_SENTENCE.format(n=max_steps)

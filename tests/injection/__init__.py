@@ -1,0 +1,1 @@
+"""Prompt-injection suite: a gullible model against the loop's deterministic checks."""
