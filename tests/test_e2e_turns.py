@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from actors.session.loop import CLAIM_CORRECTION, NO_ACTION_NOTE
+from actors.session.loop import APOLOGY, CLAIM_CORRECTION, NO_ACTION_NOTE
 from actors.session.summary import SUMMARY_INSTRUCTION
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY, OWNER_PIN
@@ -323,3 +323,18 @@ def test_deleted_messages_leave_storage_and_the_live_context(client, model) -> N
     chat(client, OWNER_KEY, "what is my locker code?", session_id=sid)
     assert "4411" not in str(model.requests[-1]["body"]["messages"])
     assert client.delete(f"/v1/messages/{reply_id}").status_code == 404
+
+
+def test_an_empty_reply_is_retried_then_apologised_for(client, model) -> None:
+    model.enqueue(so.text(""), so.text(""))
+    events = chat(client, OWNER_KEY, "hello?")
+    assert sentences(events) == [APOLOGY] and len(model.requests) == 2
+    assert "tools" in model.requests[0]["body"] and "tools" not in model.requests[1]["body"]
+
+
+def test_a_failing_tool_is_audited_and_lands_in_recent_errors(client, model) -> None:
+    model.enqueue(so.tools(("calculate", {"expression": "1/0"})), so.text("That has no answer."))
+    chat(client, OWNER_KEY, "divide one by zero")
+    audit = client.get("/v1/audit").json()["data"][0]
+    assert audit["tool"] == "calculate" and "division by zero" in audit["error"]
+    until(lambda: any(e["source"] == "tool:calculate" for e in client.get("/v1/errors").json()["data"]))

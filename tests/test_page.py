@@ -68,3 +68,36 @@ async def test_key_in_the_link_signs_in_and_errors_show_plainly(page, server, mo
     error = page.locator(".msg.error")
     await error.wait_for()
     assert "refused" in await error.text_content()
+
+
+async def test_a_confirmation_is_answered_from_the_page(page, server, model) -> None:
+    await page.goto(f"{server.url}/#key={OWNER_KEY}")
+    await page.wait_for_selector("#chat-form:not([hidden])")
+    await page.click("#new-chat")
+    model.enqueue(so.tools(("save_note", {"title": "Plants", "text": "water the fern"})), so.text("Saved."))
+    await page.fill("#message", "note: water the fern")
+    await page.click("#send")
+    card = page.locator(".msg.assistant .confirm")
+    await card.locator("button.approve").wait_for()
+    assert "save_note" in await card.locator(".question").text_content()
+    await card.locator("button.approve").click()
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    assert await card.get_attribute("data-answer") == "approved"
+    assert "✓ save_note" in await page.locator(".msg.assistant .tool").all_text_contents()
+
+
+async def test_stop_keeps_only_what_was_shown(page, server, model) -> None:
+    await page.goto(f"{server.url}/#key={OWNER_KEY}")
+    await page.wait_for_selector("#chat-form:not([hidden])")
+    await page.click("#new-chat")
+    model.enqueue(so.text("Shown first. " + " ".join(f"Later {i}." for i in range(80)), chunk_delay=0.1))
+    await page.fill("#message", "talk for a while")
+    await page.click("#send")
+    await page.wait_for_selector(".msg.assistant .sentence")
+    await page.click("#stop")
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    assert await page.locator("#stop").is_hidden()
+    await page.reload()
+    await page.wait_for_selector(".msg.assistant")
+    stored = await page.locator(".msg.assistant").last.text_content()
+    assert stored.startswith("Shown first.") and "Later 79." not in stored

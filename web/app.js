@@ -6,7 +6,7 @@
   const ui = {
     auth: $("auth"), keyForm: $("key-form"), keyInput: $("key-input"), authError: $("auth-error"),
     transcript: $("transcript"), chatForm: $("chat-form"), message: $("message"),
-    send: $("send"), newChat: $("new-chat"), status: $("status"),
+    send: $("send"), stop: $("stop"), newChat: $("new-chat"), status: $("status"),
   };
   let busy = false;
   let controller = null;
@@ -44,6 +44,7 @@
   function setBusy(value) {
     busy = value;
     ui.send.disabled = value;
+    ui.stop.hidden = !value;
     ui.chatForm.setAttribute("aria-busy", String(value));
   }
 
@@ -116,6 +117,12 @@
     for (const m of (body && body.data) || []) {
       if (m.role === "user") addBubble("user", m.content);
       else if (m.role === "assistant") addBubble("assistant", m.content).dataset.done = "true";
+    }
+    // A turn still running (the page was closed mid-reply): follow it again from its start.
+    const state = await request(`/v1/sessions/${encodeURIComponent(id)}/state`).then(
+      (r) => (r.ok ? r.json() : null), () => null);
+    if (state && state.running) {
+      stream(() => request(`/v1/sessions/${encodeURIComponent(id)}/stream`, { signal: controller.signal }));
     }
   }
 
@@ -228,6 +235,7 @@
     };
 
     let finished = false;
+    let lastIndex = -1;
     const handle = ({ type, data }) => {
       data = data || {};
       switch (type) {
@@ -236,6 +244,7 @@
           break;
         case "sentence":
           addSentence(data.text);
+          if (typeof data.index === "number") lastIndex = data.index;
           break;
         case "tool": {
           const name = String(data.name || "tool");
@@ -267,25 +276,20 @@
       }
       scrollDown();
     };
-    return { handle, typing, isFinished: () => finished };
+    return { handle, typing, isFinished: () => finished, lastIndex: () => lastIndex };
   }
 
-  async function send(text) {
+  let current = null;
+
+  // Open a stream (a new chat turn, or a running one followed again) and render its events.
+  async function stream(open) {
     setBusy(true);
     setStatus("");
-    addBubble("user", text);
     const reply = makeReply();
-    controller = new AbortController();
-    const body = { message: text };
-    const sid = store.get();
-    if (sid) body.session_id = sid;
+    current = reply;
+    controller = controller || new AbortController();
     try {
-      const res = await request("/v1/chat", {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify(body),
-        signal: controller.signal,
-      });
+      const res = await open();
       if (!res.ok) {
         reply.typing.remove();
         addError(await errorMessage(res));
@@ -300,9 +304,40 @@
     } finally {
       reply.typing.remove();
       controller = null;
+      current = null;
       setBusy(false);
     }
   }
+
+  function send(text) {
+    addBubble("user", text);
+    controller = new AbortController();
+    // background: the reply finishes (and you are notified) even if this page closes.
+    const body = { message: text, background: true };
+    const sid = store.get();
+    if (sid) body.session_id = sid;
+    return stream(() => request("/v1/chat", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    }));
+  }
+
+  // Barge-in: stop the reply; the server keeps only the sentences shown so far.
+  ui.stop.addEventListener("click", async () => {
+    const sid = store.get();
+    if (!sid || !current) return;
+    try {
+      await request(`/v1/sessions/${encodeURIComponent(sid)}/cancel`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ heard_index: current.lastIndex() }),
+      });
+    } catch {
+      setStatus(LOST);
+    }
+  });
 
   // ---- composer ----
   function resizeInput() {
