@@ -96,6 +96,7 @@ class _Speaker:
         self.hold_claims = hold_claims
         self.held: list[str] = []
         self.spoken: list[str] = []
+        self.dropped_claims = False
 
     def _sentences(self, sentences: list[str]) -> list[TurnEvent]:
         out = []
@@ -125,10 +126,17 @@ class _Speaker:
                  for i, c in enumerate(recovered)]
         return events, calls
 
+    @property
+    def reply_text(self) -> str:
+        """What goes into the saved reply: the model's text, or only what was spoken when
+        unbacked claims were dropped from it."""
+        return " ".join(self.spoken) if self.dropped_claims else self.text.strip()
+
     def release(self, drop_claims: bool = False, note: bool = False) -> list[TurnEvent]:
         """Let held sentences go; with drop_claims, a claim no tool backs is replaced by a
         plain statement, since the system must never report an action it did not perform."""
         events = []
+        self.dropped_claims = drop_claims
         for s in self.held:
             if drop_claims and claim_sentence(s):
                 continue
@@ -201,6 +209,22 @@ class _Turn:
         self.files += result.files
         return result, info
 
+    async def run_calls(self, calls: list[ToolCall], messages: list[dict[str, Any]]) -> AsyncIterator[TurnEvent]:
+        """Run one step's calls in order: tool events out, wrapped results into the prompt."""
+        for call in calls:
+            arguments = redact_value(call.arguments)
+            yield TurnEvent(type="tool", data={"name": call.name, "status": "start", "arguments": arguments})
+            result, info = await self.run_call(call)
+            status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
+            self.trace.append({"name": call.name, "arguments": arguments, "status": status,
+                               "result": result.content[:500]})
+            yield TurnEvent(type="tool", data={"name": call.name, "status": status,
+                                               "result": result.content[:500], "files": result.files})
+            spec = self.toolbox.specs.get(call.name)
+            source = f"{spec.source}.{call.name}" if spec else call.name
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": wrap_untrusted(source, result.content)})
+
     async def _audit(self, call: ToolCall, result: ToolResult, info: dict[str, Any], ms: float) -> None:
         tier_names = {0: "read", 1: "auto", 2: "confirm", 3: "pin"}
         entry = AuditEntry(
@@ -263,8 +287,7 @@ async def run_turn(
             unbacked = bool(speaker.held)
             for event in speaker.release(drop_claims=unbacked, note=unbacked):
                 yield event
-            index = speaker.index
-            text = " ".join(speaker.spoken) if unbacked else speaker.text.strip()
+            index, text = speaker.index, speaker.reply_text
             if text:
                 reply_parts.append(text)
             if text or reply_parts:
@@ -278,27 +301,14 @@ async def run_turn(
             reply_parts.append(APOLOGY)
             break
         messages.append(_assistant_message(speaker.text.strip(), calls))
-        for call in calls:
-            yield TurnEvent(type="tool", data={"name": call.name, "status": "start",
-                                               "arguments": redact_value(call.arguments)})
-            result, info = await turn.run_call(call)
-            status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
-            turn.trace.append({"name": call.name, "arguments": redact_value(call.arguments),
-                               "status": status, "result": result.content[:500]})
-            yield TurnEvent(type="tool", data={"name": call.name, "status": status,
-                                               "result": result.content[:500], "files": result.files})
-            spec = toolbox.specs.get(call.name)
-            source = f"{spec.source}.{call.name}" if spec else call.name
-            messages.append({"role": "tool", "tool_call_id": call.id,
-                             "content": wrap_untrusted(source, result.content)})
+        async for event in turn.run_calls(calls, messages):
+            yield event
         # Claims written beside the calls are heard only if one of those calls really acted.
-        unbacked = bool(speaker.held) and not turn.acted
-        for event in speaker.release(drop_claims=unbacked, note=False):
+        for event in speaker.release(drop_claims=bool(speaker.held) and not turn.acted):
             yield event
         index = speaker.index
-        text = " ".join(speaker.spoken) if unbacked else speaker.text.strip()
-        if text:
-            reply_parts.append(text)
+        if speaker.reply_text:
+            reply_parts.append(speaker.reply_text)
         compact_tool_messages(messages)
     else:
         cap = STEP_CAP_SENTENCE.format(n=max_steps)
