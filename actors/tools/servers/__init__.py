@@ -1,0 +1,1 @@
+"""The built-in MCP servers, each run over stdio as `python -m actors.tools.servers.<name>`."""
