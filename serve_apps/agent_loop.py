@@ -29,6 +29,8 @@ from actors.store.models import AuditEntry
 from actors.store.store import Store
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.config import McpConfig
+from actors.tools.hub import tool_hub
+from actors.tools.offer import TurnTools
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,18 @@ class AgentLoop:
         names = list(builtin_toolbox().specs)
         self.toolbox = builtin_toolbox(self.store, Path(workspace), config.builtin_tiers(names),
                                        config.builtin_exclude())
+        # The hub owns the MCP servers; with none configured it is not needed at all.
+        self.hub = tool_hub() if any(n != "builtin" for n in config.servers) else None
+        self.tools = TurnTools(self.toolbox, self._hub_call)
+
+    async def _hub_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.hub.call.remote(name, arguments)
+
+    async def _turn_toolbox(self, messages: list[dict[str, Any]]):
+        if self.hub is None:
+            return self.toolbox
+        specs, keywords = await self.hub.listing.remote()
+        return self.tools.build(messages, specs, keywords)
 
     def _model(self, person_waiting: bool):
         async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> AsyncIterator[Delta]:
@@ -94,7 +108,8 @@ class AgentLoop:
         messages: list[dict[str, Any]] = request["messages"]
         max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
         try:
-            async for event in run_turn(self._model(True), messages, self.toolbox, max_steps,
+            toolbox = await self._turn_toolbox(messages)
+            async for event in run_turn(self._model(True), messages, toolbox, max_steps,
                                         self._context(request)):
                 yield event.model_dump()
         except AllProvidersFailed as exc:
@@ -119,6 +134,11 @@ class AgentLoop:
             return fallback_summary(previous, messages)
         text = "".join(parts).strip()
         return text or fallback_summary(previous, messages)
+
+    async def tools_status(self) -> list[dict[str, Any]]:
+        builtin = {"name": "builtin", "state": "on", "reason": "", "tools": len(self.toolbox.specs),
+                   "side": "cloud", "restarts": 0}
+        return [builtin] + (await self.hub.status.remote() if self.hub else [])
 
     async def providers_status(self) -> list[dict[str, Any]]:
         if self.router is None:

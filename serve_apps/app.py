@@ -12,7 +12,8 @@ from serve_apps.gateway import Gateway, GatewayConfig
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
-              providers: list[ProviderConfig], mcp: McpConfig) -> Any:
+              providers: list[ProviderConfig], mcp: McpConfig, port: int | None = None) -> Any:
+    port = port or settings.iriis_port
     agent = AgentLoop.options(
         autoscaling_config={"min_replicas": 1, "max_replicas": max(1, settings.iriis_agent_replicas),
                             "target_ongoing_requests": 16},
@@ -23,6 +24,7 @@ def build_app(settings: Settings, database_url: str, key_hashes: list[str],
         database_url=database_url,
         web_dir=str(settings.iriis_web_dir),
         max_upload_bytes=settings.iriis_max_upload_bytes,
+        hosts=sorted({f"{settings.iriis_host}:{port}", f"127.0.0.1:{port}", f"localhost:{port}"}),
         session=SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
                               idle_seconds=settings.iriis_session_idle_seconds),
     )

@@ -103,6 +103,9 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: preparing the database (" + ("PostgreSQL" if database_url.startswith("postgresql")
                                                else f"SQLite in {settings.iriis_home}") + ")", flush=True)
     hashes, new_key = asyncio.run(prepare_store(database_url, settings.iriis_owner_keys))
+    # A key for this run only, so the `self` tool server can read the owner API.
+    internal_key = new_owner_key()
+    hashes = sorted(set(hashes) | {hash_key(internal_key)})
     providers = settings.chat_providers(dict(os.environ))
 
     import ray
@@ -110,6 +113,8 @@ def serve_command(args: argparse.Namespace) -> int:
 
     from actors.errors import NAMESPACE, error_log
     from actors.providers.router_actor import router_actor
+    from actors.tools.builtin import builtin_toolbox
+    from actors.tools.hub import tool_hub
     from serve_apps.app import build_app
 
     started = time.monotonic()
@@ -120,13 +125,25 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: starting Serve and the actors", flush=True)
     serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
     error_log()
+    hub = None
+    if any(name != "builtin" for name in mcp.servers):
+        print("iriis: starting the tool servers from " + str(settings.iriis_mcp_config), flush=True)
+        environ = {**os.environ, "IRIIS_PYTHON": sys.executable, "IRIIS_DATABASE_URL": database_url,
+                   "IRIIS_API_URL": f"http://127.0.0.1:{port}", "IRIIS_API_KEY": internal_key,
+                   "IRIIS_HOME": str(settings.iriis_home)}
+        # Built-in names stay as they are; a catalogue tool with the same name gets a prefix.
+        reserved = sorted(set(builtin_toolbox().specs) - mcp.builtin_exclude())
+        hub = tool_hub(mcp, environ, reserved)
+        for server in ray.get(hub.ready.remote(), timeout=180):
+            detail = f" ({server['reason']})" if server["reason"] else ""
+            print(f"iriis: tools {server['name']}: {server['state']}, {server['tools']} tools{detail}", flush=True)
     if providers:
         router = router_actor("chat", providers)
         found = ray.get(router.discover.remote(), timeout=60)
         for name, models in found.items():
             print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
     print("iriis: deploying the gateway and the agent loop", flush=True)
-    serve.run(build_app(settings, database_url, hashes, providers, mcp), name=APP_NAME, route_prefix="/",
+    serve.run(build_app(settings, database_url, hashes, providers, mcp, port), name=APP_NAME, route_prefix="/",
               blocking=False)
 
     url = f"http://{host}:{port}/"
@@ -147,6 +164,11 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: shutting down; writing buffered conversations", flush=True)
     flushed = _flush_sessions(NAMESPACE)
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
+    if hub is not None:
+        try:
+            ray.get(hub.close.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest
+            log.exception("the tool servers did not stop cleanly")
     serve.shutdown()
     if not settings.ray_address:
         ray.shutdown()

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from ray import serve
 from ray.exceptions import RayActorError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
@@ -28,6 +29,8 @@ from actors.session.actor import SessionConfig, SessionNotFound, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
 from actors.store.store import Store
+from actors.tools.ssrf import FetchError, SsrfError, link_preview, safe_fetch
+from serve_apps.agent_mcp import AgentMcpApp
 from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,8 @@ class GatewayConfig(BaseModel):
     web_dir: str
     session: SessionConfig
     max_upload_bytes: int = 50 * 1024 * 1024
+    # Host header values accepted at /mcp (DNS-rebinding guard).
+    hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:8000", "localhost:8000"])
 
 
 class ChatRequest(BaseModel):
@@ -144,6 +149,25 @@ class Gateway:
         self.web_dir = Path(config.web_dir)
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         app.mount("/static", StaticFiles(directory=self.web_dir), name="static")
+        self.mcp = AgentMcpApp(self._mcp_chat, lambda key: key_matches(key, self.hashes), config.hosts)
+        # A Route (not a Mount) so /mcp itself answers, without a redirect to /mcp/.
+        app.router.routes.append(Route("/mcp", endpoint=self.mcp, name="mcp"))
+
+    async def _mcp_chat(self, message: str, session_id: str | None) -> dict[str, Any]:
+        """One unattended turn for an MCP caller: no confirmations, the whole reply at once."""
+        sid = session_id or new_id()
+        try:
+            handle = await self._session(sid, create=session_id is None)
+        except ApiError as exc:
+            return {"session_id": sid, "error": exc.message}
+        reply: dict[str, Any] = {"session_id": sid}
+        async for ref in handle.chat.options(num_returns="streaming").remote(message, attended=False):
+            event = await ref
+            if event["type"] == "done":
+                reply["reply"] = event["data"]["text"]
+            elif event["type"] == "error":
+                reply["error"] = event["data"]["message"]
+        return reply
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -376,6 +400,27 @@ class Gateway:
         self.owner(request)
         data = await self.agent.providers_status.remote()
         return {"data": data, "count": len(data)}
+
+    @app.get("/v1/tools")
+    async def tools(self, request: Request) -> dict[str, Any]:
+        """Every tool server: on, off (with the missing variable), down (restarting)."""
+        self.owner(request)
+        data = await self.agent.tools_status.remote()
+        return {"data": data, "count": len(data)}
+
+    @app.get("/v1/preview")
+    async def preview(self, url: str, request: Request) -> dict[str, Any]:
+        """A link preview fetched server-side through the SSRF guard (re-checked per redirect)."""
+        self.owner(request)
+        try:
+            fetched = await safe_fetch(url, max_bytes=512_000, timeout=10)
+        except SsrfError as exc:
+            raise ApiError(422, "url_refused", f"That address is not allowed: {exc}") from None
+        except FetchError as exc:
+            raise ApiError(502, "fetch_failed", f"The page could not be fetched: {exc}") from None
+        html = fetched.text or ""
+        return {"url": url, "final_url": fetched.final_url, "status": fetched.status,
+                **link_preview(html, fetched.final_url)}
 
     @staticmethod
     def _check_id(session_id: str) -> None:

@@ -81,6 +81,31 @@ def ray_session() -> Iterator[None]:
 OWNER_KEY = "test-owner-key"
 SECOND_KEY = "second-owner-key"
 OWNER_PIN = "2468"
+# The test server's tools: the built-ins with test tiers, two real MCP servers over stdio, and
+# one that stays off because its variable is missing.
+TEST_MCP_YAML = """
+servers:
+  builtin:
+    tools: {save_note: confirm, run_shell: pin, notify_owner: auto}
+  studio:
+    command: ${IRIIS_PYTHON}
+    args: [-m, actors.tools.servers.studio]
+    env: {IRIIS_DATABASE_URL: "${IRIIS_DATABASE_URL}"}
+    trusted: true
+    tier: auto
+    keywords: [chart, plot, graph, pdf, spreadsheet, slides]
+  files:
+    command: ${IRIIS_PYTHON}
+    args: [-m, actors.tools.servers.files]
+    env: {IRIIS_DATABASE_URL: "${IRIIS_DATABASE_URL}"}
+    tier: read
+    keywords: [file, inspect, image, document]
+  search:
+    transport: http
+    url: https://search.invalid
+    headers: {Authorization: "Bearer ${IRIIS_TEST_MISSING_KEY}"}
+    requires_env: [IRIIS_TEST_MISSING_KEY]
+"""
 
 
 @pytest.fixture(scope="session")
@@ -92,8 +117,7 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
 
     home = tmp_path_factory.mktemp("home-pg")
     mcp = home / "mcp.yaml"
-    mcp.write_text("servers:\n  builtin:\n    tools:\n"
-                   "      save_note: confirm\n      run_shell: pin\n      notify_owner: auto\n")
+    mcp.write_text(TEST_MCP_YAML)
     proc = ServerProcess(home, {
         "IRIIS_MCP_CONFIG": str(mcp),
         "DATABASE_URL": pg_url,

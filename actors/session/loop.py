@@ -253,15 +253,15 @@ async def run_turn(
     """
     ctx = ctx or TurnContext()
     turn = _Turn(toolbox, ctx)
-    schemas = toolbox.schemas() or None
-    known = set(toolbox.specs)
     reply_parts: list[str] = []
     index = 0
     retried_empty = claim_checked = False
     offer_tools = True
     for _step in range(max_steps):
+        # Asked each step: `more_tools` may have added a server since the last one.
+        schemas = toolbox.schemas() or None
         # A read or a declined action does not back "I've sent it": hold claims until one acted.
-        speaker = _Speaker(known, index, hold_claims=not turn.acted)
+        speaker = _Speaker(set(toolbox.specs), index, hold_claims=not turn.acted)
         calls: list[ToolCall] = []
         async for delta in model(messages, schemas if offer_tools else None):
             if isinstance(delta, TextDelta):

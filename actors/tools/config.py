@@ -1,7 +1,7 @@
 """mcp.yaml: the tool servers and their permission tiers, validated at start-up.
 
-Today only the `builtin` entry is acted on (tiers and exclusions for the built-in tools); the
-other servers are validated and listed, and are started by the MCP catalogue when it lands.
+The `builtin` entry sets tiers and exclusions for the built-in tools; every other entry is an MCP
+server that the catalogue (actors/tools/catalogue.py) starts, lists and restarts.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ class ServerConfig(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     requires_env: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
+    # Output of a trusted server is the owner's own data (their notes, their calendar) and is not
+    # wrapped as untrusted; everything else is, since it may carry instructions from strangers.
+    trusted: bool = False
 
     @field_validator("tier", mode="before")
     @classmethod
@@ -41,8 +44,24 @@ class ServerConfig(BaseModel):
         return {str(k): tier_from(v) for k, v in (value or {}).items()}
 
 
+class RestartPolicy(BaseModel):
+    """How soon a server that died is started again: `initial_s`, doubling up to `max_s`."""
+
+    model_config = {"extra": "forbid"}
+
+    initial_s: float = Field(default=1.0, gt=0)
+    max_s: float = Field(default=60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> "RestartPolicy":
+        if self.max_s < self.initial_s:
+            raise ValueError("max_s must not be below initial_s")
+        return self
+
+
 class McpConfig(BaseModel):
     servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    restart: RestartPolicy = Field(default_factory=RestartPolicy)
 
     @model_validator(mode="after")
     def _transports(self) -> "McpConfig":

@@ -1,0 +1,455 @@
+"""Every tool the agent can reach beyond the built-ins: the MCP servers of mcp.yaml plus whatever
+providers (devices) plug in, merged into one set of model-facing ToolSpecs.
+
+Each configured server gets a supervisor task that connects, lists the tools and then waits for
+the connection to end; when it does, the server is "down", its tools leave `specs()`, and the
+supervisor starts it again after a back-off that doubles up to a ceiling. Calls to a tool whose
+server is down fail with a plain message for the model instead of an exception for the loop.
+
+Providers are the seam for devices: a provider that is online and offers a server with the name of
+a configured one takes its place, and the configured copy covers whenever the provider is away.
+The model sees the same ToolSpec either way; only the catalogue knows which side runs a call.
+
+Exposed names: a tool keeps its own name unless an earlier server (in mcp.yaml order, then
+providers' own servers in the order they were added) or a reserved name (the built-ins) already
+has it, in which case it becomes `<server>__<tool>`. Names are worked out over every server whose
+tool list is known, running or not, so a server going down never renames anyone else's tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from mcp_types import Tool
+from pydantic import BaseModel
+
+from actors.tools.config import McpConfig, RestartPolicy, ServerConfig
+from actors.tools.mcp_client import McpCallError, McpConnection, McpError, McpTimeout, McpUnavailable
+from actors.tools.spec import Handler, ToolBox, ToolError, ToolOutput, ToolSpec
+
+logger = logging.getLogger(__name__)
+
+ServerState = Literal["on", "off", "down", "starting"]
+Side = Literal["cloud", "device"]
+ConnectionFactory = Callable[[str, ServerConfig, Mapping[str, str]], McpConnection]
+Sleep = Callable[[float], Awaitable[None]]
+_T = TypeVar("_T")
+
+# The built-in tools' entry in mcp.yaml configures actors/tools/builtin.py, not a server.
+BUILTIN = "builtin"
+PREFIX_SEPARATOR = "__"
+# Error text goes to the model uncapped by ToolBox.execute, so keep it to a paragraph.
+_MAX_ERROR_CHARS = 2000
+
+
+class ServerStatus(BaseModel):
+    name: str
+    state: ServerState
+    reason: str = ""
+    tools: int = 0
+    side: Side = "cloud"
+    # Restart attempts since the catalogue started (not counting the first start).
+    restarts: int = 0
+
+
+class ToolProvider(Protocol):
+    """Something other than mcp.yaml that runs tool servers, such as a connected device.
+
+    `servers()` maps server name to that server's tools, each ToolSpec named with the tool's own
+    name and carrying the tier the provider declared (devices state tiers in their hello; the
+    model never sets them). `call` runs one tool by its own name and raises ToolError (or
+    ConnectionError / OSError / TimeoutError) when it cannot.
+    """
+
+    # Read-only properties here, so a plain attribute or a computed property both qualify.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def online(self) -> bool: ...
+
+    def servers(self) -> dict[str, list[ToolSpec]]: ...
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolOutput: ...
+
+
+@dataclass
+class _CloudServer:
+    name: str
+    config: ServerConfig
+    state: ServerState = "starting"
+    reason: str = ""
+    restarts: int = 0
+    # Last tool list seen, kept while down so that exposed names stay put.
+    tools: list[ToolSpec] = field(default_factory=list)
+    conn: McpConnection | None = None
+    task: asyncio.Task[None] | None = None
+    first_attempt: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def usable(self) -> bool:
+        return self.state == "on" and self.conn is not None and self.conn.alive
+
+
+@dataclass(frozen=True)
+class _Route:
+    server: str
+    tool: str  # the tool's own name on its server
+    spec: ToolSpec  # as the model sees it
+    visible: bool
+    provider: ToolProvider | None  # None: the mcp.yaml connection runs it
+
+
+def _needs_purpose(schema: dict[str, Any]) -> bool:
+    properties = schema.get("properties")
+    required = schema.get("required")
+    return (isinstance(properties, dict) and "purpose" in properties
+            and isinstance(required, list) and "purpose" in required)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + " …"
+
+
+def _unavailable(tool: str) -> ToolError:
+    return ToolError(f"{tool} is unavailable right now (its server is not running; it is being "
+                     "restarted). Try again later, or carry on without it.")
+
+
+class Catalogue:
+    """All MCP tools, merged: see the module docstring for the rules.
+
+    Construct, `await start()` (returns once every enabled server has connected or failed once,
+    at most about `connect_timeout` seconds), use `specs()` / `call()` / `toolbox()`, and
+    `await close()` on shutdown to stop every server process and background task.
+    """
+
+    def __init__(self, config: McpConfig, environ: Mapping[str, str] | None = None, *,
+                 restart: RestartPolicy | None = None, connect_timeout: float = 30.0,
+                 reserved: Iterable[str] = (), connection_factory: ConnectionFactory | None = None,
+                 sleep: Sleep | None = None) -> None:
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        self._restart = restart or config.restart
+        self._connect_timeout = connect_timeout
+        self._reserved = frozenset(reserved)
+        self._factory: ConnectionFactory = connection_factory or self._connect
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._providers: list[ToolProvider] = []
+        self._changed = asyncio.Event()
+        self._started = False
+        self._closed = False
+        self._cloud: dict[str, _CloudServer] = {}
+        for name, server in config.servers.items():
+            if name == BUILTIN:
+                continue
+            entry = _CloudServer(name=name, config=server)
+            missing = [var for var in server.requires_env if not self._environ.get(var, "").strip()]
+            if missing:
+                entry.state = "off"
+                entry.reason = "missing environment variable" + ("s" if len(missing) > 1 else "") + \
+                    ": " + ", ".join(missing)
+            self._cloud[name] = entry
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for entry in self._cloud.values():
+            if entry.state != "off":
+                entry.task = asyncio.create_task(self._supervise(entry), name=f"mcp-supervisor:{entry.name}")
+        # Only each server's first attempt is awaited; one that fails is retried in the background.
+        await asyncio.gather(*(e.first_attempt.wait() for e in self._cloud.values() if e.task))
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = [e.task for e in self._cloud.values() if e.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        conns = [e.conn for e in self._cloud.values() if e.conn is not None]
+        await asyncio.gather(*(c.close() for c in conns))
+        for entry in self._cloud.values():
+            entry.conn = None
+            if entry.state != "off":
+                self._set(entry, "down", "the catalogue is closed")
+
+    def add_provider(self, provider: ToolProvider) -> None:
+        self._providers.append(provider)
+        self._notify()
+
+    def remove_provider(self, provider: ToolProvider) -> None:
+        self._providers = [p for p in self._providers if p is not provider]
+        self._notify()
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> None:
+        """Wait until `predicate()` holds, re-checked whenever a server changes state (or a
+        provider is added or removed); raises TimeoutError after `timeout` seconds."""
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await self._changed.wait()
+
+    # -- what the model sees -----------------------------------------------------------------
+
+    def specs(self) -> dict[str, ToolSpec]:
+        return {name: route.spec for name, route in self._view().items() if route.visible}
+
+    def keywords(self) -> dict[str, list[str]]:
+        """Routing keywords of every server with tools available now."""
+        live = {route.server for route in self._view().values() if route.visible}
+        return {name: list(self._cloud[name].config.keywords) if name in self._cloud else []
+                for name in live}
+
+    def server_of(self, tool_name: str) -> str:
+        """The server an exposed tool name belongs to (KeyError for an unknown name)."""
+        return self._view()[tool_name].server
+
+    def status(self) -> list[ServerStatus]:
+        counts: dict[str, int] = {}
+        for route in self._view().values():
+            if route.visible:
+                counts[route.server] = counts.get(route.server, 0) + 1
+        out: list[ServerStatus] = []
+        for entry in self._cloud.values():
+            if self._online_provider(entry.name) is not None:
+                out.append(ServerStatus(name=entry.name, state="on", tools=counts.get(entry.name, 0),
+                                        side="device", restarts=entry.restarts))
+            elif entry.state == "on" and not entry.usable():
+                # Lost a moment ago; the supervisor has not caught up yet, but specs() already has.
+                reason = (entry.conn.error if entry.conn else None) or "the connection closed"
+                out.append(ServerStatus(name=entry.name, state="down", reason=reason, side="cloud",
+                                        restarts=entry.restarts))
+            else:
+                out.append(ServerStatus(name=entry.name, state=entry.state, reason=entry.reason,
+                                        tools=counts.get(entry.name, 0), side="cloud",
+                                        restarts=entry.restarts))
+        for name in self._provider_only_servers():
+            provider = self._online_provider(name)
+            if provider is not None:
+                out.append(ServerStatus(name=name, state="on", tools=counts.get(name, 0), side="device"))
+            else:
+                away = ", ".join(p.name for p in self._providers if name in p.servers())
+                out.append(ServerStatus(name=name, state="down", reason=f"offline: {away}", side="device"))
+        return out
+
+    async def call(self, tool_name: str, arguments: dict[str, Any], timeout: float = 60.0) -> ToolOutput:
+        """Run a tool by its exposed name. Every failure is a ToolError with a message the model
+        can act on: unknown tool, server unavailable, the tool's own error, or a timeout."""
+        route = self._view().get(tool_name)
+        if route is None:
+            raise ToolError(f"there is no tool named {tool_name!r}")
+        if not route.visible:
+            raise _unavailable(tool_name)
+        if route.provider is not None:
+            return await self._call_provider(route, tool_name, arguments, timeout)
+        entry = self._cloud[route.server]
+        conn = entry.conn
+        if conn is None or not entry.usable():
+            raise _unavailable(tool_name)
+        try:
+            outcome = await conn.call(route.tool, arguments, timeout)
+        except McpTimeout:
+            raise ToolError(f"{tool_name} did not answer within {timeout:g} s") from None
+        except McpUnavailable:
+            # The supervisor sees the same loss through wait_lost() and restarts the server.
+            raise _unavailable(tool_name) from None
+        except McpCallError as exc:
+            raise ToolError(_short(str(exc))) from None
+        if outcome.is_error:
+            raise ToolError(_short(outcome.text or f"{tool_name} reported an error"))
+        return ToolOutput(text=outcome.text)
+
+    def toolbox(self, names: set[str] | None = None, *, extra: ToolBox | None = None,
+                timeout: float = 60.0) -> CatalogueToolBox:
+        """A live ToolBox view: the catalogue's tools (plus `extra`, e.g. the built-ins),
+        restricted to `names` when given."""
+        return CatalogueToolBox(self, names, extra, timeout)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _connect(self, name: str, config: ServerConfig, environ: Mapping[str, str]) -> McpConnection:
+        return McpConnection(name, config, environ, connect_timeout=self._connect_timeout)
+
+    def _notify(self) -> None:
+        # A fresh Event per change: every waiter wakes once and re-checks its predicate.
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _set(self, entry: _CloudServer, state: ServerState, reason: str) -> None:
+        entry.state = state
+        entry.reason = reason
+        self._notify()
+
+    async def _supervise(self, entry: _CloudServer) -> None:
+        try:
+            await self._keep_running(entry)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # boundary: a supervisor bug must not leave start() waiting forever
+            logger.exception("mcp %s: supervisor failed", entry.name)
+            self._set(entry, "down", "internal error in the catalogue")
+        finally:
+            entry.first_attempt.set()
+
+    async def _keep_running(self, entry: _CloudServer) -> None:
+        loop = asyncio.get_running_loop()
+        delay = self._restart.initial_s
+        first = True
+        while not self._closed:
+            if not first:
+                await self._sleep(delay)
+                delay = min(delay * 2, self._restart.max_s)
+                entry.restarts += 1
+            first = False
+            self._set(entry, "starting", entry.reason)
+            conn = self._factory(entry.name, entry.config, self._environ)
+            entry.conn = conn
+            try:
+                await conn.start()
+                async with asyncio.timeout(self._connect_timeout):
+                    listed = await conn.list_tools()
+            except (McpError, TimeoutError) as exc:
+                reason = str(exc) or f"no tool list within {self._connect_timeout:g} s"
+                await conn.close()
+                entry.conn = None
+                logger.warning("mcp %s: could not start: %s", entry.name, reason)
+                self._set(entry, "down", reason)
+                entry.first_attempt.set()
+                continue
+            entry.tools = [spec for tool in listed if (spec := self._cloud_spec(entry, tool)) is not None]
+            self._set(entry, "on", "")
+            entry.first_attempt.set()
+            logger.info("mcp %s: on, %d tools", entry.name, len(entry.tools))
+            up_since = loop.time()
+            reason = await conn.wait_lost()
+            await conn.close()
+            entry.conn = None
+            self._set(entry, "down", reason or "the connection closed")
+            # A crash after a long healthy run is news, not a crash loop: restart soon.
+            if loop.time() - up_since >= self._restart.max_s:
+                delay = self._restart.initial_s
+
+    def _cloud_spec(self, entry: _CloudServer, tool: Tool) -> ToolSpec | None:
+        config = entry.config
+        if tool.name in config.exclude:
+            return None
+        if tool.name in config.tools:
+            tier = config.tools[tool.name]
+        elif config.tier is not None:
+            tier = config.tier
+        elif tool.annotations is not None and tool.annotations.read_only_hint:
+            tier = 0
+        else:
+            tier = 1
+        schema = tool.input_schema or {"type": "object", "properties": {}}
+        description = (tool.description or getattr(tool, "title", None) or tool.name).strip()
+        return ToolSpec(name=tool.name, description=description, parameters=schema, tier=tier,
+                        source=entry.name, untrusted_output=not config.trusted,
+                        purpose_required=_needs_purpose(schema))
+
+    def _online_provider(self, server: str) -> ToolProvider | None:
+        for provider in self._providers:
+            if provider.online and server in provider.servers():
+                return provider
+        return None
+
+    def _provider_only_servers(self) -> list[str]:
+        names: list[str] = []
+        for provider in self._providers:
+            for server in provider.servers():
+                if server not in self._cloud and server not in names:
+                    names.append(server)
+        return names
+
+    def _effective(self) -> list[tuple[str, list[ToolSpec], bool, ToolProvider | None]]:
+        """Per server, in naming order: the tool list in force, whether it runs now, and who
+        runs it (a provider, or None for the mcp.yaml connection)."""
+        out: list[tuple[str, list[ToolSpec], bool, ToolProvider | None]] = []
+        for name in [*self._cloud, *self._provider_only_servers()]:
+            provider = self._online_provider(name)
+            entry = self._cloud.get(name)
+            if provider is not None:
+                excluded = set(entry.config.exclude) if entry else set()
+                tools = [s for s in provider.servers()[name] if s.name not in excluded]
+                out.append((name, tools, True, provider))
+            elif entry is not None:
+                out.append((name, entry.tools, entry.usable(), None))
+            else:
+                # Only offline providers offer it: reserve its names, show none of its tools.
+                offline = next(p for p in self._providers if name in p.servers())
+                out.append((name, offline.servers()[name], False, offline))
+        return out
+
+    def _view(self) -> dict[str, _Route]:
+        taken: set[str] = set(self._reserved)
+        routes: dict[str, _Route] = {}
+        for server, tools, visible, provider in self._effective():
+            for spec in tools:
+                exposed = spec.name if spec.name not in taken else f"{server}{PREFIX_SEPARATOR}{spec.name}"
+                if exposed in taken:
+                    logger.debug("mcp %s: tool %s shadowed twice, left out", server, spec.name)
+                    continue
+                taken.add(exposed)
+                # The same fields whichever side runs it: the model must not learn where.
+                shown = spec.model_copy(update={"name": exposed, "source": server})
+                routes[exposed] = _Route(server, spec.name, shown, visible, provider)
+        return routes
+
+    async def _call_provider(self, route: _Route, tool_name: str, arguments: dict[str, Any],
+                             timeout: float) -> ToolOutput:
+        assert route.provider is not None
+        try:
+            async with asyncio.timeout(timeout):
+                return await route.provider.call(route.server, route.tool, arguments)
+        except TimeoutError:
+            raise ToolError(f"{tool_name} did not answer within {timeout:g} s") from None
+        except (ConnectionError, OSError):
+            logger.warning("mcp %s: provider %s failed a call", route.server, route.provider.name)
+            raise _unavailable(tool_name) from None
+
+
+class CatalogueToolBox(ToolBox):
+    """The catalogue as the loop's ToolBox: specs and handlers are recomputed on every read, so a
+    server that goes down or comes back is reflected mid-session; `execute` is ToolBox's own, so
+    results are capped and redacted exactly as for the built-ins."""
+
+    def __init__(self, catalogue: Catalogue, names: set[str] | None, extra: ToolBox | None,
+                 timeout: float) -> None:
+        # No ToolBox.__init__: it would assign the two registries this view computes.
+        self._catalogue = catalogue
+        self._names = names
+        self._extra = extra
+        self._timeout = timeout
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:  # type: ignore[override]
+        merged = dict(self._extra.specs) if self._extra else {}
+        for name, spec in self._catalogue.specs().items():
+            merged.setdefault(name, spec)
+        return self._only_named(merged)
+
+    @property
+    def handlers(self) -> dict[str, Handler]:  # type: ignore[override]
+        merged: dict[str, Handler] = dict(self._extra.handlers) if self._extra else {}
+        # Hidden tools keep a handler, so a call to one that just went down says "unavailable"
+        # rather than "no such tool".
+        for name in self._catalogue._view():
+            merged.setdefault(name, self._handler(name))
+        return self._only_named(merged)
+
+    def add(self, spec: ToolSpec, handler: Handler) -> None:
+        raise TypeError("this view is computed from the catalogue; add tools to the `extra` ToolBox")
+
+    def _handler(self, name: str) -> Handler:
+        async def run(arguments: dict[str, Any]) -> ToolOutput:
+            return await self._catalogue.call(name, arguments, self._timeout)
+        return run
+
+    def _only_named(self, items: dict[str, _T]) -> dict[str, _T]:
+        return items if self._names is None else {k: v for k, v in items.items() if k in self._names}

@@ -1,0 +1,77 @@
+"""The tools one turn is offered: the built-ins, the routed servers of the catalogue, and
+`more_tools` to add a server mid-turn. Calls to catalogue tools go to the ToolHub actor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.tools.routing import MAX_TOOLS, MORE_TOOLS_NAME, ServerEntry, more_tools, more_tools_spec, route
+from actors.tools.spec import ToolBox, ToolError, ToolOutput, ToolSpec
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def last_user_messages(messages: list[dict[str, Any]]) -> tuple[str, str | None]:
+    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    return (users[-1] if users else ""), (users[-2] if len(users) > 1 else None)
+
+
+def servers_from(specs: dict[str, ToolSpec], keywords: dict[str, list[str]]) -> list[ServerEntry]:
+    grouped: dict[str, list[ToolSpec]] = {}
+    for spec in specs.values():
+        grouped.setdefault(spec.source, []).append(spec)
+    return [ServerEntry(name=name, keywords=keywords.get(name, []), tools=tools)
+            for name, tools in sorted(grouped.items())]
+
+
+class TurnTools:
+    """Builds the per-turn ToolBox; `call` runs one catalogue tool (the hub in production)."""
+
+    def __init__(self, builtin: ToolBox, call: Any) -> None:
+        self.builtin = builtin
+        self.call = call
+
+    def _hub_handler(self, name: str):
+        async def run(arguments: dict[str, Any]) -> ToolOutput:
+            result = await self.call(name, arguments)
+            if "error" in result:
+                raise ToolError(result["error"])
+            return ToolOutput(text=result["text"], files=result.get("files") or [])
+        return run
+
+    def build(self, messages: list[dict[str, Any]], specs: dict[str, ToolSpec],
+              keywords: dict[str, list[str]]) -> ToolBox:
+        box = ToolBox()
+        for name, spec in self.builtin.specs.items():
+            box.add(spec, self.builtin.handlers[name])
+        if not specs:
+            return box
+        servers = servers_from(specs, keywords)
+        message, previous = last_user_messages(messages)
+        result = route(servers, message, previous, max_tools=max(1, MAX_TOOLS - len(box.specs)))
+        offered_servers = set(result.servers)
+        for name in result.tools:
+            if name == MORE_TOOLS_NAME:
+                box.add(more_tools_spec([s.name for s in servers]), self._more_tools(box, servers, offered_servers))
+            elif name in specs:
+                box.add(specs[name], self._hub_handler(name))
+        return box
+
+    def _more_tools(self, box: ToolBox, servers: list[ServerEntry], offered: set[str]):
+        async def run(arguments: dict[str, Any]) -> str:
+            need = str(arguments.get("need") or "").strip()
+            if not need:
+                raise ToolError("say what you need, or name a server")
+            name = more_tools(servers, need, offered)
+            if name is None:
+                return "No other tool server matches that need."
+            server = next(s for s in servers if s.name == name)
+            for spec in server.tools:
+                box.add(spec, self._hub_handler(spec.name))
+            offered.add(name)
+            return f"Added the {name} tools: {', '.join(t.name for t in server.tools)}. Call them directly now."
+        return run

@@ -1,0 +1,1 @@
+"""Small MCP servers the catalogue tests start as real processes."""
