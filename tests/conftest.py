@@ -81,6 +81,7 @@ def ray_session() -> Iterator[None]:
 OWNER_KEY = "test-owner-key"
 SECOND_KEY = "second-owner-key"
 OWNER_PIN = "2468"
+UPLOAD_LIMIT = 1_000_000
 # The test server's tools: the built-ins with test tiers, two real MCP servers over stdio, and
 # one that stays off because its variable is missing.
 TEST_MCP_YAML = """
@@ -126,6 +127,7 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_CHAT_MODEL": "scripted-model",
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
+        "IRIIS_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
     }).start()
     subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
                    check=True, capture_output=True, text=True, timeout=60)

@@ -12,7 +12,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests import scripted_openai as so
-from tests.conftest import OWNER_KEY
+from tests.conftest import OWNER_KEY, UPLOAD_LIMIT
 from tests.sse import chat
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ def test_a_chart_made_by_an_mcp_server_comes_back_as_a_file(client, model) -> No
     assert "make_chart" in offered(model.requests[0]["body"])  # routed by the keywords
     done = next(d for e, d in events if e == "tool" and d["status"] == "done")
     file_id = int(done["result"].split("file ")[1].split()[0])
-    assert f"[file:{file_id}]" in events[-1][1]["text"] or "file" in done["result"]
+    assert done["files"] == [file_id] and f"[file:{file_id}]" in events[-1][1]["text"]
     png = client.get(f"/v1/files/{file_id}")
     assert png.status_code == 200 and png.content[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -105,3 +105,10 @@ def test_mcp_endpoint_needs_the_owner_key_and_a_known_host(server) -> None:
 def test_link_previews_refuse_private_addresses(client, url) -> None:
     resp = client.get("/v1/preview", params={"url": url})
     assert resp.status_code == 422 and resp.json()["error"]["code"] == "url_refused"
+
+
+def test_uploads_at_the_limit_pass_and_over_it_get_413(client) -> None:
+    at = client.post("/v1/files", files={"file": ("at.bin", b"a" * UPLOAD_LIMIT, "application/octet-stream")})
+    assert at.status_code == 201 and at.json()["size"] == UPLOAD_LIMIT
+    over = client.post("/v1/files", files={"file": ("over.bin", b"a" * (UPLOAD_LIMIT + 1), "application/octet-stream")})
+    assert over.status_code == 413 and over.json()["error"]["code"] == "file_too_large"

@@ -92,3 +92,17 @@ def test_serve_refuses_a_port_already_in_use(tmp_path: Path) -> None:
         proc = subprocess.run([str(IRIIS), "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert f"127.0.0.1:{port} is already in use" in proc.stderr and "IRIIS_PORT" in proc.stderr
+
+
+def test_serve_refuses_a_bad_mcp_yaml_with_the_line_and_reason(tmp_path: Path) -> None:
+    bad = tmp_path / "mcp.yaml"
+    bad.write_text("servers:\n  notes:\n    transport: stdio\n    tier: sometimes\n")
+    env = {**os.environ, "IRIIS_HOME": str(tmp_path), "IRIIS_MCP_CONFIG": str(bad)}
+    proc = subprocess.run([str(IRIIS), "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "servers.notes.tier" in proc.stderr and "sometimes" in proc.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("servers:\n  a: [unclosed\n")
+    proc = subprocess.run([str(IRIIS), "serve"], env={**env, "IRIIS_MCP_CONFIG": str(broken)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "line" in proc.stderr and "not valid YAML" in proc.stderr

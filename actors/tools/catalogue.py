@@ -104,6 +104,14 @@ class _Route:
     provider: ToolProvider | None  # None: the mcp.yaml connection runs it
 
 
+def _file_ids(structured: Any) -> list[int]:
+    """File handles a tool reported in its structured result (`file_id` or `files`)."""
+    if not isinstance(structured, dict):
+        return []
+    ids = [structured.get("file_id")] + list(structured.get("files") or [])
+    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
 def _needs_purpose(schema: dict[str, Any]) -> bool:
     properties = schema.get("properties")
     required = schema.get("required")
@@ -263,7 +271,9 @@ class Catalogue:
             raise ToolError(_short(str(exc))) from None
         if outcome.is_error:
             raise ToolError(_short(outcome.text or f"{tool_name} reported an error"))
-        return ToolOutput(text=outcome.text)
+        # Artefacts in our files table: only a trusted server's word about file ids is taken.
+        files = _file_ids(outcome.structured) if entry.config.trusted else []
+        return ToolOutput(text=outcome.text, files=files)
 
     def toolbox(self, names: set[str] | None = None, *, extra: ToolBox | None = None,
                 timeout: float = 60.0) -> CatalogueToolBox:
