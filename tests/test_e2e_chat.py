@@ -10,7 +10,7 @@ import pytest
 
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY, SECOND_KEY
-from tests.sse import chat, iter_events
+from tests.sse import LiveChat, chat, iter_events
 
 pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}
@@ -162,23 +162,15 @@ def test_cancel_stops_the_turn_and_keeps_only_what_was_heard(client, model) -> N
     assert stored[-1]["meta"] == {"interrupted": True}
 
 
-def test_turns_in_one_session_run_one_at_a_time(client, model) -> None:
+def test_turns_in_one_session_run_one_at_a_time(client, server, model) -> None:
     model.enqueue(so.text("Alpha."))
     sid = chat(client, OWNER_KEY, "start")[0][1]["session_id"]
     model.enqueue(so.text("One one one. Still one.", chunk_delay=0.05), so.text("Two."))
-    out: dict[str, list] = {}
-
-    def send(name: str, text: str) -> None:
-        with httpx.Client(base_url=client.base_url, timeout=60) as c:
-            out[name] = chat(c, OWNER_KEY, text, session_id=sid)
-
-    first = threading.Thread(target=send, args=("a", "first"))
-    first.start()
-    time.sleep(0.3)  # let the first turn take the session before the second arrives
-    second = threading.Thread(target=send, args=("b", "second"))
-    second.start()
-    first.join(60)
-    second.join(60)
+    first = LiveChat(server.url, OWNER_KEY, {"message": "first", "session_id": sid})
+    first.wait_for("sentence")  # the first turn holds the session now
+    second = LiveChat(server.url, OWNER_KEY, {"message": "second", "session_id": sid})
+    first.join()
+    second.join()
     stored = client.get(f"/v1/sessions/{sid}/messages", headers=AUTH).json()["data"]
     assert [m["content"] for m in stored][2:] == ["first", "One one one. Still one.", "second", "Two."]
 

@@ -257,7 +257,7 @@ def test_long_conversations_fold_their_start_into_a_summary(client, model) -> No
 
 def test_barge_in_keeps_only_what_was_heard(server, client, model) -> None:
     model.enqueue(so.text("First sentence here. Second sentence here. Third one. " + "more " * 200,
-                          chunk_delay=0.03))
+                          chunk_delay=0.05))
     turn = live(server, "talk")
     sid = turn.wait_for("session")["session_id"]
     turn.wait_for("sentence")
@@ -274,7 +274,8 @@ def test_barge_in_keeps_only_what_was_heard(server, client, model) -> None:
 
 
 def test_background_turn_finishes_after_the_client_leaves(server, client, model) -> None:
-    model.enqueue(so.text("Working on it now. " + "Still going. " * 40 + "That is the end.", chunk_delay=0.02))
+    # Slow enough (about 8 s) that the client surely leaves mid-turn, even on a loaded machine.
+    model.enqueue(so.text("Working on it now. " + "Still going. " * 40 + "That is the end.", chunk_delay=0.1))
     turn = live(server, "do the long thing", background=True)
     sid = turn.wait_for("session")["session_id"]
     turn.wait_for("sentence")
@@ -287,7 +288,7 @@ def test_background_turn_finishes_after_the_client_leaves(server, client, model)
 
 
 def test_a_plain_turn_stops_when_the_client_leaves(server, client, model) -> None:
-    model.enqueue(so.text("Starting. " + "word " * 300, chunk_delay=0.02))
+    model.enqueue(so.text("Starting. " + "word " * 300, chunk_delay=0.05))
     turn = live(server, "talk and I will leave")
     sid = turn.wait_for("session")["session_id"]
     turn.wait_for("sentence")
