@@ -19,12 +19,14 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from ray import serve
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
+from actors.memory import repository as memory
+from actors.memory.model import Kind
 from actors.session.actor import SessionConfig, SessionNotFound, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
@@ -59,6 +61,12 @@ class ChatRequest(BaseModel):
     # False for callers with no way to answer a confirmation (scripts, bridges): confirm-tier
     # actions are then declined and the model is told so.
     confirmations: bool = True
+
+
+class MemoryCreate(BaseModel):
+    kind: Kind = "fact"
+    text: str = Field(min_length=1, max_length=2000)
+    importance: float = Field(default=5.0, ge=1, le=10)
 
 
 class CancelRequest(BaseModel):
@@ -126,6 +134,9 @@ async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONRes
 
 @app.exception_handler(Exception)
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, TaskCancelledError):
+        # The client went away mid-stream: normal, not a server error.
+        return JSONResponse(error_body("cancelled", "The request was cancelled."), status_code=499)
     log.exception("unhandled error on %s", request.url.path)
     report("gateway", exc, path=request.url.path,
            request={"method": request.method, "content_type": request.headers.get("content-type")})
@@ -400,6 +411,39 @@ class Gateway:
         self.owner(request)
         data = await self.agent.providers_status.remote()
         return {"data": data, "count": len(data)}
+
+    @app.get("/v1/memory")
+    async def memory_list(self, request: Request, kind: str | None = None, active: bool | None = None,
+                          search: str | None = None, limit: int = 200) -> dict[str, Any]:
+        self.owner(request)
+        items = await memory.list_items(self.store, kind, active, search, max(1, min(limit, 2000)))
+        data = [i.model_dump() for i in items]
+        return {"data": data, "count": len(data)}
+
+    @app.post("/v1/memory", status_code=201)
+    async def memory_add(self, body: MemoryCreate, request: Request) -> dict[str, Any]:
+        """Tell the agent something to remember; a near-duplicate reinforces the existing item."""
+        self.owner(request)
+        try:
+            item, created = await memory.remember(self.store, body.kind, body.text, body.importance)
+        except memory.MemoryRefused as exc:
+            raise ApiError(422, "secret_refused", str(exc)) from None
+        return {**item.model_dump(), "created": created}
+
+    @app.get("/v1/memory/{item_id}")
+    async def memory_get(self, item_id: int, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        item = await memory.get_item(self.store, item_id)
+        if item is None:
+            raise ApiError(404, "not_found", "No memory item with that id.")
+        return item.model_dump()
+
+    @app.delete("/v1/memory/{item_id}")
+    async def memory_delete(self, item_id: int, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        if not await memory.delete_item(self.store, item_id):
+            raise ApiError(404, "not_found", "No memory item with that id.")
+        return {"id": item_id, "deleted": True}
 
     @app.get("/v1/tools")
     async def tools(self, request: Request) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def upload(client: httpx.Client, name: str, data: bytes, mime: str = "text/plain
     return resp.json()
 
 
-def until(predicate, timeout: float = 30.0):
+def until(predicate, timeout: float = 30.0, describe=None):
     """Poll something the server exposes until it holds (no fixed sleeps)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -51,7 +51,7 @@ def until(predicate, timeout: float = 30.0):
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError("condition not met in time")
+    raise AssertionError("condition not met in time" + (f": {describe()}" if describe else ""))
 
 
 # -- confirmations --------------------------------------------------------------------------
@@ -282,7 +282,8 @@ def test_background_turn_finishes_after_the_client_leaves(server, client, model)
     turn.disconnect()
     turn.join()
     until(lambda: any(o["session_id"] == sid and o["kind"] == "turn_done"
-                      for o in client.get("/v1/outbox").json()["data"]))
+                      for o in client.get("/v1/outbox").json()["data"]),
+          describe=lambda: (turn.events[-3:], str(client.get(f"/v1/sessions/{sid}/state").json())[-600:]))
     stored = client.get(f"/v1/sessions/{sid}/messages").json()["data"]
     assert stored[-1]["content"].endswith("That is the end.") and not stored[-1]["meta"]
 
@@ -339,3 +340,23 @@ def test_a_failing_tool_is_audited_and_lands_in_recent_errors(client, model) -> 
     audit = client.get("/v1/audit").json()["data"][0]
     assert audit["tool"] == "calculate" and "division by zero" in audit["error"]
     until(lambda: any(e["source"] == "tool:calculate" for e in client.get("/v1/errors").json()["data"]))
+
+
+def test_memory_the_owner_adds_reaches_the_prompt_until_deleted(client, model) -> None:
+    item = client.post("/v1/memory", json={"kind": "fact", "text": "The owner's dog is called Pepper"})
+    assert item.status_code == 201 and item.json()["created"] is True
+    dup = client.post("/v1/memory", json={"kind": "fact", "text": "The owner's dog is called Pepper."}).json()
+    assert dup["id"] == item.json()["id"] and dup["created"] is False
+    secret = client.post("/v1/memory", json={"text": "my password is hunter2"})
+    assert secret.status_code == 422 and secret.json()["error"]["code"] == "secret_refused"
+    assert client.post("/v1/memory", json={"text": ""}).status_code == 422
+
+    chat(client, OWNER_KEY, "what is my dog called?")
+    assert "The owner's dog is called Pepper" in model.requests[-1]["body"]["messages"][0]["content"]
+    listed = client.get("/v1/memory", params={"kind": "fact", "search": "pepper"}).json()["data"]
+    assert [i["id"] for i in listed] == [dup["id"]] and listed[0]["uses"] >= 1
+
+    assert client.delete(f"/v1/memory/{dup['id']}").json()["deleted"] is True
+    assert client.get(f"/v1/memory/{dup['id']}").status_code == 404
+    chat(client, OWNER_KEY, "what is my dog called?")
+    assert "Pepper" not in model.requests[-1]["body"]["messages"][0]["content"]

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from actors.errors import NAMESPACE, report
 from actors.logmask import install_log_masking
+from actors.memory.repository import memory_block
 from actors.session.attachments import expand_message
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import TurnEvent
@@ -177,8 +178,14 @@ class SessionActor:
         # cancels it (and the AgentLoop call under it) when that caller goes away.
         asyncio.get_running_loop().create_task(self._run(turn, message, attended), context=contextvars.Context())
         yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
-        async for event in turn.follow():
-            yield event.model_dump()
+        try:
+            async for event in turn.follow():
+                yield event.model_dump()
+        finally:
+            # Ray closes this generator when its consumer goes away: a second signal, beside
+            # the gateway's, that the client left mid-turn.
+            if not turn.finished:
+                self.client_left(turn.turn_id)
 
     async def follow(self, turn_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """Follow a running turn from its start, for a client that reopened."""
@@ -282,7 +289,8 @@ class SessionActor:
 
     async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        messages = self.core.prompt(system_prompt())
+        memory = await memory_block(self.store, message)
+        messages = self.core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
         rendered = await render_attachments(self.store, message, turn)
         if rendered:
             # The model reads the files' contents; the stored message stays as the owner sent it.

@@ -81,3 +81,15 @@ outbox = sa.Table(
     sa.Column("status", sa.Text, nullable=False, server_default="queued"),
     sa.Column("delivered_at", sa.Float, nullable=True),
 )
+
+mind = sa.Table(
+    "mind", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("importance", sa.Float, nullable=False),
+    sa.Column("uses", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("active", sa.Boolean, nullable=False, server_default=sa.true()),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("last_used", sa.Float, nullable=True),
+)

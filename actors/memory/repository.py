@@ -1,0 +1,91 @@
+"""Memory items in the store: write with secret refusal and deduplication, read, select for
+a prompt. The rules themselves live in the pure modules beside this one."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from actors.memory.dedup import Insert, decide_insert
+from actors.memory.model import Kind, MindItem, Mood, Persona
+from actors.memory.prompt import render_memory_block
+from actors.memory.secrets import looks_secret
+from actors.memory.select import select
+from actors.store import schema
+from actors.store.store import Store
+
+MOOD_KV, PERSONA_KV = "mind_mood", "mind_persona"
+
+
+class MemoryRefused(ValueError):
+    """The text looks like a secret; memory never stores those."""
+
+
+async def list_items(store: Store, kind: str | None = None, active: bool | None = None,
+                     search: str | None = None, limit: int = 500) -> list[MindItem]:
+    query = sa.select(schema.mind).order_by(schema.mind.c.id.desc()).limit(limit)
+    if kind:
+        query = query.where(schema.mind.c.kind == kind)
+    if active is not None:
+        query = query.where(schema.mind.c.active == active)
+    if search:
+        query = query.where(schema.mind.c.text.ilike(f"%{search}%"))
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query)).mappings().all()
+    return [MindItem(**r) for r in rows]
+
+
+async def get_item(store: Store, item_id: int) -> MindItem | None:
+    async with store.engine.connect() as conn:
+        row = (await conn.execute(sa.select(schema.mind).where(schema.mind.c.id == item_id))).mappings().first()
+    return MindItem(**row) if row else None
+
+
+async def delete_item(store: Store, item_id: int) -> bool:
+    async with store.engine.begin() as conn:
+        result = await conn.execute(sa.delete(schema.mind).where(schema.mind.c.id == item_id))
+    return result.rowcount > 0
+
+
+async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
+                   now: float | None = None) -> tuple[MindItem, bool]:
+    """Store an item, or reinforce a near-duplicate; returns (item, created)."""
+    text = text.strip()
+    if looks_secret(text):
+        raise MemoryRefused("that looks like a password, key or PIN; memory does not keep secrets")
+    now = now or time.time()
+    existing = await list_items(store, kind=kind, active=True)
+    decision = decide_insert(kind, text, importance, existing)
+    async with store.engine.begin() as conn:
+        if isinstance(decision, Insert):
+            new_id = (await conn.execute(sa.insert(schema.mind).values(
+                kind=kind, text=text, importance=max(1.0, min(10.0, importance)), uses=0, active=True,
+                created=now, last_used=None).returning(schema.mind.c.id))).scalar_one()
+            created = True
+            item_id = new_id
+        else:
+            item_id = decision.item_id
+            await conn.execute(sa.update(schema.mind).where(schema.mind.c.id == item_id).values(
+                importance=decision.new_importance, last_used=now))
+            created = False
+    item = await get_item(store, item_id)
+    assert item is not None
+    return item, created
+
+
+async def memory_block(store: Store, query: str, now: float | None = None) -> str:
+    """The memory part of the system prompt for this query; marks what it selected as used."""
+    now = now or time.time()
+    items = await list_items(store, active=True, limit=5000)
+    selection = select(items, query, now)
+    mood_raw: Any = await store.get_kv(MOOD_KV)
+    persona_raw: Any = await store.get_kv(PERSONA_KV)
+    block = render_memory_block(selection, Persona(**persona_raw) if persona_raw else None,
+                                Mood(**mood_raw) if mood_raw else None, now)
+    if selection.ids:
+        async with store.engine.begin() as conn:
+            await conn.execute(sa.update(schema.mind).where(schema.mind.c.id.in_(selection.ids)).values(
+                uses=schema.mind.c.uses + 1, last_used=now))
+    return block
