@@ -7,6 +7,7 @@ SessionActor, provider health in the ProviderRouter actor.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from actors.tools.hub import tool_hub
 from actors.tools.offer import TurnTools
 
 log = logging.getLogger(__name__)
+LISTING_TTL = 2.0
 
 
 @serve.deployment(
@@ -60,6 +62,8 @@ class AgentLoop:
         # The hub owns the MCP servers; with none configured it is not needed at all.
         self.hub = tool_hub() if any(n != "builtin" for n in config.servers) else None
         self.tools = TurnTools(self.toolbox, self._hub_call)
+        self._listing: tuple[dict[str, Any], dict[str, list[str]]] | None = None
+        self._listing_at = 0.0
 
     async def _hub_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.hub.call.remote(name, arguments)
@@ -67,7 +71,12 @@ class AgentLoop:
     async def _turn_toolbox(self, messages: list[dict[str, Any]]):
         if self.hub is None:
             return self.toolbox
-        specs, keywords = await self.hub.listing.remote()
+        now = time.monotonic()
+        if self._listing is None or now - self._listing_at > LISTING_TTL:
+            # A server that went down leaves the offer within LISTING_TTL; a call to it meanwhile
+            # gets the hub's "unavailable" answer, so a stale list is safe.
+            self._listing, self._listing_at = await self.hub.listing.remote(), now
+        specs, keywords = self._listing
         return self.tools.build(messages, specs, keywords)
 
     def _model(self, person_waiting: bool):

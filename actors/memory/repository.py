@@ -4,8 +4,6 @@ a prompt. The rules themselves live in the pure modules beside this one."""
 from __future__ import annotations
 
 import time
-from typing import Any
-
 import sqlalchemy as sa
 
 from actors.memory.dedup import Insert, decide_insert
@@ -78,14 +76,23 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
 async def memory_block(store: Store, query: str, now: float | None = None) -> str:
     """The memory part of the system prompt for this query; marks what it selected as used."""
     now = now or time.time()
+    # One read for the items and one for both records: this runs before every model call.
     items = await list_items(store, active=True, limit=5000)
+    async with store.engine.connect() as conn:
+        rows = dict((await conn.execute(
+            sa.select(schema.kv.c.key, schema.kv.c.value).where(schema.kv.c.key.in_([MOOD_KV, PERSONA_KV]))
+        )).all())
+    if not items and not rows:
+        return ""
     selection = select(items, query, now)
-    mood_raw: Any = await store.get_kv(MOOD_KV)
-    persona_raw: Any = await store.get_kv(PERSONA_KV)
-    block = render_memory_block(selection, Persona(**persona_raw) if persona_raw else None,
-                                Mood(**mood_raw) if mood_raw else None, now)
+    block = render_memory_block(selection, Persona(**rows[PERSONA_KV]) if rows.get(PERSONA_KV) else None,
+                                Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
     if selection.ids:
-        async with store.engine.begin() as conn:
-            await conn.execute(sa.update(schema.mind).where(schema.mind.c.id.in_(selection.ids)).values(
-                uses=schema.mind.c.uses + 1, last_used=now))
+        await mark_used(store, selection.ids, now)
     return block
+
+
+async def mark_used(store: Store, ids: list[int], now: float) -> None:
+    async with store.engine.begin() as conn:
+        await conn.execute(sa.update(schema.mind).where(schema.mind.c.id.in_(ids)).values(
+            uses=schema.mind.c.uses + 1, last_used=now))
