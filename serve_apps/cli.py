@@ -51,19 +51,14 @@ def _settings_or_exit() -> Settings:
         raise SystemExit(2) from None
 
 
-def _flush_sessions(namespace: str) -> int:
+def _flush_sessions() -> int:
     """Ask every live SessionActor to write its buffer; run before Serve goes down."""
     import ray
 
+    from actors.session.actor import live_sessions
+
     flushed = 0
-    refs = []
-    for info in ray.util.list_named_actors(all_namespaces=True):
-        if info.get("namespace") == namespace and info.get("name", "").startswith("session:"):
-            try:
-                refs.append(ray.get_actor(info["name"], namespace=namespace).flush.remote())
-            except ValueError:
-                continue
-    for ref in refs:
+    for ref in [actor.flush.remote() for actor in live_sessions().values()]:
         try:
             flushed += ray.get(ref, timeout=30)
         except Exception:  # noqa: BLE001 - shutdown boundary: report and keep flushing the others
@@ -162,7 +157,7 @@ def serve_command(args: argparse.Namespace) -> int:
     stop.wait()
 
     print("iriis: shutting down; writing buffered conversations", flush=True)
-    flushed = _flush_sessions(NAMESPACE)
+    flushed = _flush_sessions()
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
     if hub is not None:
         try:

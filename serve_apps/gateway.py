@@ -6,6 +6,7 @@ must see real types, not strings, to tell bodies and requests from query paramet
 """
 
 
+import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -27,7 +28,7 @@ from actors.errors import error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import repository as memory
 from actors.memory.model import Kind
-from actors.session.actor import SessionConfig, SessionNotFound, session_actor
+from actors.session.actor import SessionConfig, SessionNotFound, live_sessions, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
 from actors.store.store import Store
@@ -351,16 +352,11 @@ class Gateway:
 
     async def _live_session_holding(self, message_id: str) -> str | None:
         """A message not flushed yet lives only in its session actor: ask the live ones."""
-        import asyncio
-
-        infos = await asyncio.to_thread(ray.util.list_named_actors, True)
-        names = [i["name"] for i in infos if i.get("namespace") == "iriis" and i["name"].startswith("session:")]
-        for name in names:
+        for session_id, actor in (await asyncio.to_thread(live_sessions)).items():
             try:
-                actor = await asyncio.to_thread(ray.get_actor, name, "iriis")
                 if await actor.has_message.remote(message_id):
-                    return name.split(":", 1)[1]
-            except (ValueError, RayActorError):
+                    return session_id
+            except RayActorError:
                 continue
         return None
 

@@ -177,6 +177,19 @@ class SessionActor:
         # A fresh context: the turn must not inherit the caller's request context, or Ray
         # cancels it (and the AgentLoop call under it) when that caller goes away.
         asyncio.get_running_loop().create_task(self._run(turn, message, attended), context=contextvars.Context())
+        async for event in self._stream(turn):
+            yield event
+
+    async def follow(self, turn_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Follow a running turn from its start, for a client that reopened."""
+        turn = self._turns.get(turn_id) if turn_id else self.current
+        if turn is None:
+            return
+        async for event in self._stream(turn):
+            yield event
+
+    async def _stream(self, turn: TurnLog) -> AsyncIterator[dict[str, Any]]:
+        """The turn's id first, then its events from the start."""
         yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
         try:
             async for event in turn.follow():
@@ -186,15 +199,6 @@ class SessionActor:
             # the gateway's, that the client left mid-turn.
             if not turn.finished:
                 self.client_left(turn.turn_id)
-
-    async def follow(self, turn_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
-        """Follow a running turn from its start, for a client that reopened."""
-        turn = self._turns.get(turn_id) if turn_id else self.current
-        if turn is None:
-            return
-        yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
-        async for event in turn.follow():
-            yield event.model_dump()
 
     def client_left(self, turn_id: str) -> None:
         """The HTTP client went away: a background turn goes on, a plain one stops there."""
@@ -345,6 +349,20 @@ class SessionActor:
             report("session.summary", exc, request={"session": self.core.session_id})
             return
         self.core.apply_summary(summary, fold[-1].seq)
+
+
+def live_sessions() -> dict[str, Any]:
+    """Handles of the session actors alive now, by session id (a blocking GCS call: run it in a
+    thread from async code)."""
+    found: dict[str, Any] = {}
+    for info in ray.util.list_named_actors(all_namespaces=True):
+        name = info.get("name", "")
+        if info.get("namespace") == NAMESPACE and name.startswith("session:"):
+            try:
+                found[name.split(":", 1)[1]] = ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:  # exited between the listing and the lookup
+                continue
+    return found
 
 
 def session_actor(session_id: str, config: SessionConfig, agent: Any) -> Any:
