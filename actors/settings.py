@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     iriis_chat_model: str | None = None
+    # A cheaper model for memory's own calls (reflection, playbook, consolidation, persona);
+    # unset, they share the chat models.
+    iriis_learning_model: str | None = None
     iriis_providers: Annotated[list[ProviderConfig], NoDecode] = Field(default_factory=list)
     # How long conversation writes may sit in memory before a batch flush.
     iriis_flush_seconds: float = Field(default=180.0, gt=0)
@@ -81,7 +84,8 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "openai_api_key", "openai_base_url", "iriis_chat_model", "database_url", "ray_address",
+        "openai_api_key", "openai_base_url", "iriis_chat_model", "iriis_learning_model", "database_url",
+        "ray_address",
         mode="before",
     )
     @classmethod
@@ -120,6 +124,15 @@ class Settings(BaseSettings):
             key = environ.get(p.api_key_env, "").strip() if p.api_key_env else None
             providers.append(p.model_copy(update={"api_key": key or None}))
         return providers
+
+
+    def learning_providers(self, environ: dict[str, str]) -> list[ProviderConfig] | None:
+        """The providers memory's calls use when IRIIS_LEARNING_MODEL names a model of their
+        own; None means they share the chat router."""
+        if not self.iriis_learning_model:
+            return None
+        return [p.model_copy(update={"models": [self.iriis_learning_model]})
+                for p in self.chat_providers(environ)] or None
 
 
 class SettingsError(Exception):

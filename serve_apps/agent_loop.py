@@ -6,6 +6,8 @@ SessionActor, provider health in the ProviderRouter actor.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -17,6 +19,8 @@ from ray import serve
 
 from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
+from actors.memory import jobs
+from actors.memory.reflect_prompt import Exchange
 from actors.providers.failover import stream_with_failover
 from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
@@ -35,6 +39,24 @@ from actors.tools.offer import TurnTools
 
 log = logging.getLogger(__name__)
 LISTING_TTL = 2.0
+# One memory call must not eat a free tier's tokens-per-minute: about 3k tokens in, 2k out.
+LEARN_PROMPT_CAP = 12_000
+LEARN_OUTPUT_CAP = 8_000
+
+
+def cap_messages(messages: list[dict[str, str]], cap: int) -> list[dict[str, str]]:
+    """The messages with the longest contents cut until the total fits `cap` characters;
+    the instruction (first message) is kept whole when it can be."""
+    out = [dict(m) for m in messages]
+    total = sum(len(m.get("content") or "") for m in out)
+    for m in sorted(out[1:], key=lambda m: -len(m.get("content") or "")) + out[:1]:
+        if total <= cap:
+            break
+        content = m.get("content") or ""
+        keep = max(0, len(content) - (total - cap))
+        m["content"] = content[:keep]
+        total -= len(content) - keep
+    return out
 
 
 @serve.deployment(
@@ -45,13 +67,17 @@ LISTING_TTL = 2.0
 )
 class AgentLoop:
     def __init__(self, providers: list[dict[str, Any]], timeout: float, database_url: str,
-                 workspace: str, mcp: dict[str, Any]) -> None:
+                 workspace: str, mcp: dict[str, Any], learning: list[dict[str, Any]] | None = None) -> None:
         install_log_masking()
         configs = [ProviderConfig(**p) for p in providers]
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
         self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client)
                           for p in configs}
         self.router = RemoteRouter(router_actor("chat", configs)) if configs else None
+        # Memory's own calls go through a router of their own when a learning model is set,
+        # so their health (and a free tier's rate limits) never slows the chat.
+        self.learning_router = (RemoteRouter(router_actor("learning", [ProviderConfig(**p) for p in learning]))
+                                if learning else self.router)
         self.timeout = timeout
         self.offline = OfflineModel()
         self.store = Store.open(database_url)
@@ -143,6 +169,67 @@ class AgentLoop:
             return fallback_summary(previous, messages)
         text = "".join(parts).strip()
         return text or fallback_summary(previous, messages)
+
+    # -- memory's learning calls -----------------------------------------------------------
+
+    async def complete(self, messages: list[dict[str, str]], purpose: str) -> str | None:
+        """One background model call for memory; None when no model is configured (the
+        offline stand-in cannot reflect). Input and output are capped in characters."""
+        if self.learning_router is None:
+            return None
+        capped = cap_messages(messages, LEARN_PROMPT_CAP)
+        parts: list[str] = []
+        size = 0
+        async for delta in stream_with_failover(self.learning_router, self.providers, capped, None,
+                                                self.timeout, person_waiting=False):
+            if isinstance(delta, TextDelta):
+                parts.append(delta.text)
+                size += len(delta.text)
+                if size >= LEARN_OUTPUT_CAP:
+                    log.info("%s answer reached %d characters; cut there", purpose, size)
+                    break
+        return "".join(parts)[:LEARN_OUTPUT_CAP]
+
+    async def _safe_complete(self, messages: list[dict[str, str]], purpose: str) -> str | None:
+        try:
+            return await self.complete(messages, purpose)
+        except (AllProvidersFailed, ProviderError) as exc:
+            log.warning("%s call failed: %s", purpose, exc)
+            report(f"memory.{purpose}", exc)
+            return None
+
+    async def reflect(self, exchange: dict[str, Any]) -> dict[str, Any]:
+        outcome = await jobs.reflect_exchange(self.store, self._safe_complete, Exchange(**exchange))
+        return outcome.model_dump()
+
+    async def distill(self, work: str, session_id: str | None = None) -> dict[str, Any]:
+        return (await jobs.distill_playbook(self.store, self._safe_complete, work, session_id)).model_dump()
+
+    async def consolidate(self) -> AsyncIterator[dict[str, Any]]:
+        """The nightly consolidation, streaming progress steps and then the report."""
+        steps: list[str] = []
+
+        async def progress(step: str) -> None:
+            steps.append(step)
+
+        # Progress is collected and replayed: the job is one model call, and a generator
+        # cannot yield from inside the callback.
+        # Its own context: the job finishes even if the owner closes the page meanwhile.
+        task = asyncio.get_running_loop().create_task(
+            jobs.consolidate(self.store, self._safe_complete, progress=progress), context=contextvars.Context())
+        sent = 0
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.2)
+            while sent < len(steps):
+                yield {"type": "progress", "step": steps[sent]}
+                sent += 1
+        while sent < len(steps):
+            yield {"type": "progress", "step": steps[sent]}
+            sent += 1
+        yield {"type": "report", **task.result().model_dump()}
+
+    async def author_persona(self, revise: bool = False) -> str:
+        return await jobs.author_persona(self.store, self._safe_complete, revise=revise)
 
     async def tools_status(self) -> list[dict[str, Any]]:
         builtin = {"name": "builtin", "state": "on", "reason": "", "tools": len(self.toolbox.specs),

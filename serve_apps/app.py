@@ -12,13 +12,15 @@ from serve_apps.gateway import Gateway, GatewayConfig
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
-              providers: list[ProviderConfig], mcp: McpConfig, port: int | None = None) -> Any:
+              providers: list[ProviderConfig], mcp: McpConfig, port: int | None = None,
+              learning: list[ProviderConfig] | None = None) -> Any:
     port = port or settings.iriis_port
     agent = AgentLoop.options(
         autoscaling_config={"min_replicas": 1, "max_replicas": max(1, settings.iriis_agent_replicas),
                             "target_ongoing_requests": 16},
     ).bind([p.model_dump() for p in providers], settings.iriis_provider_timeout, database_url,
-           str(settings.iriis_home / "workspace"), mcp.model_dump())
+           str(settings.iriis_home / "workspace"), mcp.model_dump(),
+           [p.model_dump() for p in learning] if learning else None)
     config = GatewayConfig(
         owner_key_hashes=key_hashes,
         database_url=database_url,

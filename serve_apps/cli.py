@@ -102,6 +102,7 @@ def serve_command(args: argparse.Namespace) -> int:
     internal_key = new_owner_key()
     hashes = sorted(set(hashes) | {hash_key(internal_key)})
     providers = settings.chat_providers(dict(os.environ))
+    learning = settings.learning_providers(dict(os.environ))
 
     import ray
     from ray import serve
@@ -138,7 +139,7 @@ def serve_command(args: argparse.Namespace) -> int:
         for name, models in found.items():
             print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
     print("iriis: deploying the gateway and the agent loop", flush=True)
-    serve.run(build_app(settings, database_url, hashes, providers, mcp, port), name=APP_NAME, route_prefix="/",
+    serve.run(build_app(settings, database_url, hashes, providers, mcp, port, learning), name=APP_NAME, route_prefix="/",
               blocking=False)
 
     url = f"http://{host}:{port}/"
@@ -244,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     set_p = pin_sub.add_parser("set", help="set the PIN that approves PIN-tier actions")
     set_p.add_argument("--stdin", action="store_true", help="read the PIN from standard input")
     set_p.set_defaults(func=pin_command)
+    from serve_apps.relay_cli import add_relay_parser
+
+    add_relay_parser(sub)
     return parser
 
 

@@ -7,13 +7,13 @@ must see real types, not strings, to tell bodies and requests from query paramet
 
 
 import asyncio
+import json
 import logging
 import re
 from collections import OrderedDict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import ray
 from fastapi import FastAPI, File, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
@@ -27,6 +27,7 @@ from starlette.routing import Route
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import repository as memory
+from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
 from actors.session.actor import SessionConfig, SessionNotFound, live_sessions, session_actor
 from actors.session.events import TurnEvent
@@ -68,6 +69,10 @@ class MemoryCreate(BaseModel):
     kind: Kind = "fact"
     text: str = Field(min_length=1, max_length=2000)
     importance: float = Field(default=5.0, ge=1, le=10)
+
+
+class PersonaRequest(BaseModel):
+    revise: bool = False
 
 
 class CancelRequest(BaseModel):
@@ -360,6 +365,14 @@ class Gateway:
                 continue
         return None
 
+    async def _flush_live_sessions(self) -> None:
+        """Write every live session's buffer, so an export sees what was said a moment ago."""
+        for actor in (await asyncio.to_thread(live_sessions)).values():
+            try:
+                await actor.flush.remote()
+            except RayActorError:
+                continue
+
     @app.get("/v1/audit")
     async def audit(self, request: Request, limit: int = 100) -> dict[str, Any]:
         self.owner(request)
@@ -425,6 +438,64 @@ class Gateway:
         except memory.MemoryRefused as exc:
             raise ApiError(422, "secret_refused", str(exc)) from None
         return {**item.model_dump(), "created": created}
+
+    @app.get("/v1/memory/events")
+    async def memory_events(self, request: Request, event: str | None = None, limit: int = 200) -> dict[str, Any]:
+        """What memory did: inserts, reinforcements, updates, retirements, selections, reflections."""
+        self.owner(request)
+        data = await memory.list_events(self.store, event, max(1, min(limit, 2000)))
+        return {"data": data, "count": len(data)}
+
+    @app.get("/v1/memory/persona")
+    async def persona_get(self, request: Request) -> dict[str, Any]:
+        self.owner(request)
+        record = await self.store.get_kv(memory.PERSONA_KV)
+        if not record:
+            raise ApiError(404, "not_found", "No persona yet: it is written once memory knows a few things "
+                                             "about you, or POST /v1/memory/persona to write one now.")
+        return record
+
+    @app.post("/v1/memory/persona")
+    async def persona_write(self, request: Request, body: PersonaRequest | None = None) -> dict[str, Any]:
+        """Write the persona now (or revise it slightly with {"revise": true})."""
+        self.owner(request)
+        result = await self.agent.author_persona.remote(bool(body and body.revise))
+        if result == "no_model":
+            raise ApiError(409, "no_model", "No model is configured, so the persona cannot be written; "
+                                            "set OPENAI_API_KEY or IRIIS_PROVIDERS and restart.")
+        return {"result": result, "persona": await self.store.get_kv(memory.PERSONA_KV)}
+
+    @app.post("/v1/memory/consolidate")
+    async def consolidate(self, request: Request) -> Response:
+        """The nightly consolidation, run now. With Accept: text/event-stream the steps stream as
+        `progress` events before the `report`; otherwise the report comes back as JSON."""
+        self.owner(request)
+        events = self.agent.options(stream=True).consolidate.remote()
+        if "text/event-stream" in request.headers.get("accept", ""):
+            async def stream():
+                async for event in events:
+                    kind = event.pop("type")
+                    yield f"event: {kind}\ndata: {json.dumps(event)}\n\n"
+            return StreamingResponse(stream(), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        report_ = {}
+        async for event in events:
+            if event["type"] == "report":
+                report_ = {k: v for k, v in event.items() if k != "type"}
+        return JSONResponse(report_)
+
+    @app.get("/v1/export/exchanges.jsonl")
+    async def export_exchanges(self, request: Request) -> StreamingResponse:
+        """Every exchange, one JSON object per line, with `corrected` set when the owner's
+        next message corrected the agent."""
+        self.owner(request)
+        await self._flush_live_sessions()
+
+        async def lines():
+            async for row in iter_exchanges(self.store):
+                yield row.model_dump_json() + "\n"
+        return StreamingResponse(lines(), media_type="application/x-ndjson",
+                                 headers={"Content-Disposition": 'attachment; filename="exchanges.jsonl"'})
 
     @app.get("/v1/memory/{item_id}")
     async def memory_get(self, item_id: int, request: Request) -> dict[str, Any]:

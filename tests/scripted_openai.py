@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,9 @@ def _words(t: str) -> list[str]:
     return out
 
 
+LEARNER = "scripted-learner"
+
+
 class ScriptedOpenAI:
     def __init__(self) -> None:
         self.queues: dict[str, deque[Reply]] = {}
@@ -72,6 +76,14 @@ class ScriptedOpenAI:
         self.models: list[str] = ["scripted-model"]
         self.default_reply: Reply | None = None  # used when nothing is queued
         self.requests: list[dict[str, Any]] = []
+        # Models whose calls are the server's own background work (memory's learning calls):
+        # they have their own queues and request log, so a chat test's script and its
+        # `requests[-1]` are never disturbed by a reflection running beside it.
+        self.side_models: set[str] = {LEARNER}
+        self.side_requests: list[dict[str, Any]] = []
+        # Answers side calls by what they ask (body -> Reply), for tests where several kinds
+        # of background call may come in any order; None falls back to the side queues.
+        self.side_responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.port = _free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -91,15 +103,23 @@ class ScriptedOpenAI:
         self.default_queue.clear()
         self.model_status.clear()
         self.requests.clear()
+        self.side_requests.clear()
+        self.side_responder = None
         self.default_reply = None
         self.models = ["scripted-model"]
 
-    def _next(self, model: str) -> Reply:
+    def _next(self, model: str, body: dict[str, Any] | None = None) -> Reply:
+        if model in self.side_models and self.side_responder is not None:
+            answer = self.side_responder(body or {})
+            if answer is not None:
+                return answer
         if model in self.model_status:
             return status(self.model_status[model], body=json.dumps({"error": {"message": "model not found"}}))
         queue = self.queues.get(model)
         if queue:
             return queue.popleft()
+        if model in self.side_models:
+            return text("{}")
         if self.default_queue:
             return self.default_queue.popleft()
         return self.default_reply or text("OK.")
@@ -111,8 +131,9 @@ class ScriptedOpenAI:
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
-        self.requests.append({"body": body, "headers": dict(request.headers), "at": time.monotonic()})
-        reply = self._next(body.get("model", ""))
+        log = self.side_requests if body.get("model") in self.side_models else self.requests
+        log.append({"body": body, "headers": dict(request.headers), "at": time.monotonic()})
+        reply = self._next(body.get("model", ""), body)
         if reply.hang:
             await asyncio.sleep(reply.hang)
         if reply.status != 200:

@@ -8,16 +8,15 @@ rather than applied to the wrong row. Storage applies the operations; nothing he
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from actors.memory.dedup import Insert, decide_insert, reinforced_importance
+from actors.memory.jsonish import find_object
 from actors.memory.model import DEFAULT_IMPORTANCE, Kind, MindItem, Mood, clamp_importance, clamp_valence
 from actors.memory.secrets import looks_secret
 
@@ -29,10 +28,6 @@ LESSON_IMPORTANCE = 6.0
 SKILL_IMPORTANCE = 6.0
 OPEN_LOOP_IMPORTANCE = 5.0
 
-# Bigger answers are not a reflection; refusing them bounds parsing time.
-MAX_RAW_CHARS = 200_000
-# Deeper nesting is never a reflection, and literal_eval can exhaust the C stack on it.
-MAX_DEPTH = 32
 
 
 # ---- lenient coercion ---------------------------------------------------------------------
@@ -222,151 +217,13 @@ class Reflection(BaseModel):
         return MoodNote(feeling=feeling, valence=value.get("valence"), why=_text(value.get("why")))
 
 
-# ---- finding the JSON in the answer -------------------------------------------------------
-
-_FENCE = "```"
-_FENCE_LANGUAGE = re.compile(r"^[ \t]*(?:json5?|javascript|js|python)?[ \t]*\n?", re.IGNORECASE)
-_MAX_FENCES = 10
-_CLOSERS = {"{": "}", "[": "]"}
-_MAX_STARTS = 20
-
-
-def _object_at(text: str, start: int) -> str | None:
-    """The bracketed object starting at `start`, aware of strings in either quote; a
-    truncated answer (the model ran out of tokens) is closed off so its start still parses."""
-    stack: list[str] = []
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in _CLOSERS:
-            stack.append(_CLOSERS[ch])
-            if len(stack) > MAX_DEPTH:
-                return None
-        elif ch in "}]":
-            if not stack or stack.pop() != ch:
-                return None
-            if not stack:
-                return text[start:i + 1]
-    tail = text[start:]
-    if quote:
-        tail += quote
-    return tail + "".join(reversed(stack))
-
-
-def _pythonish(text: str) -> str:
-    """JSON-ish text rewritten for `ast.literal_eval`, which already accepts single quotes:
-    true/false/null become Python literals and trailing commas go."""
-    out: list[str] = []
-    quote: str | None = None
-    escaped = False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            i += 1
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch == ",":
-            j = i + 1
-            while j < len(text) and text[j].isspace():
-                j += 1
-            if j < len(text) and text[j] in "}]":
-                i += 1
-                continue
-        elif ch.isalpha():
-            j = i
-            while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            word = text[i:j]
-            out.append({"true": "True", "false": "False", "null": "None"}.get(word, word))
-            i = j
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _load(candidate: str) -> Any:
-    try:
-        return json.loads(candidate)
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return ast.literal_eval(_pythonish(candidate))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
-def _fenced(raw: str) -> Iterator[str]:
-    # Paired by position rather than by one regex, which would rescan to the end of the text
-    # from every unmatched fence.
-    start = raw.find(_FENCE)
-    for _ in range(_MAX_FENCES):
-        if start < 0:
-            return
-        end = raw.find(_FENCE, start + len(_FENCE))
-        if end < 0:
-            return
-        body = raw[start + len(_FENCE):end]
-        yield body[_FENCE_LANGUAGE.match(body).end():]  # type: ignore[union-attr]
-        start = raw.find(_FENCE, end + len(_FENCE))
-
-
-def _candidates(raw: str) -> Iterator[str]:
-    yield from _fenced(raw)
-    starts = 0
-    for match in re.finditer(r"\{", raw):
-        if starts >= _MAX_STARTS:
-            return
-        starts += 1
-        found = _object_at(raw, match.start())
-        if found:
-            yield found
-
-
-_CAMEL = re.compile(r"(?<=[a-z])([A-Z])")
 _FIELDS = frozenset(Reflection.model_fields)
-
-
-def _normalise_keys(data: dict[Any, Any]) -> dict[str, Any]:
-    # "closedLoops", "Open loops" and "open-loops" all mean the field the spec names.
-    return {re.sub(r"[\s-]+", "_", _CAMEL.sub(r"_\1", str(key)).strip()).lower(): value
-            for key, value in data.items()}
 
 
 def parse_reflection(raw: str) -> Reflection:
     """The reflection in `raw` (JSON, possibly in prose or code fences, with the usual model
     slips); an empty Reflection when nothing usable is there. Never raises."""
-    if not isinstance(raw, str) or len(raw) > MAX_RAW_CHARS:
-        return Reflection()
-    found: dict[str, Any] | None = None
-    for candidate in _candidates(raw):
-        data = _load(candidate.strip())
-        if not isinstance(data, dict):
-            continue
-        data = _normalise_keys(data)
-        if _FIELDS & data.keys():
-            found = data
-            break
+    found = find_object(raw, _FIELDS)
     if found is None:
         return Reflection()
     try:
@@ -525,3 +382,13 @@ def is_trivial(user_text: str, reply: str, tool_calls: Sequence[object] | None) 
     if _CORRECTION.search(text) or _SELF_DISCLOSURE.search(text):
         return False
     return not _COMMITMENT.search(reply or "")
+
+
+def parse_id(value: Any) -> int | None:
+    """An item id from what a model wrote for one ("12", "#12", {"id": 12}); None if none."""
+    return _item_id(value)
+
+
+def is_correction(text: str) -> bool:
+    """True when the owner's message pushes back on what the agent said or did."""
+    return bool(_CORRECTION.search(text or ""))

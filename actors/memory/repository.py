@@ -4,6 +4,8 @@ a prompt. The rules themselves live in the pure modules beside this one."""
 from __future__ import annotations
 
 import time
+from typing import Any
+
 import sqlalchemy as sa
 
 from actors.memory.dedup import Insert, decide_insert
@@ -48,7 +50,7 @@ async def delete_item(store: Store, item_id: int) -> bool:
 
 
 async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
-                   now: float | None = None) -> tuple[MindItem, bool]:
+                   now: float | None = None, source: str = "owner") -> tuple[MindItem, bool]:
     """Store an item, or reinforce a near-duplicate; returns (item, created)."""
     text = text.strip()
     if looks_secret(text):
@@ -63,17 +65,22 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
                 created=now, last_used=None).returning(schema.mind.c.id))).scalar_one()
             created = True
             item_id = new_id
+            event = {"source": source, "kind": kind, "text": text}
         else:
             item_id = decision.item_id
             await conn.execute(sa.update(schema.mind).where(schema.mind.c.id == item_id).values(
                 importance=decision.new_importance, last_used=now))
             created = False
+            event = {"source": source, "importance": decision.new_importance}
+        await conn.execute(sa.insert(schema.memory_events).values(
+            ts=now, event="insert" if created else "reinforce", item_id=item_id, data=event))
     item = await get_item(store, item_id)
     assert item is not None
     return item, created
 
 
-async def memory_block(store: Store, query: str, now: float | None = None) -> str:
+async def memory_block(store: Store, query: str, now: float | None = None,
+                       session_id: str | None = None) -> str:
     """The memory part of the system prompt for this query; marks what it selected as used."""
     now = now or time.time()
     # One read for the items and one for both records: this runs before every model call.
@@ -88,11 +95,31 @@ async def memory_block(store: Store, query: str, now: float | None = None) -> st
     block = render_memory_block(selection, Persona(**rows[PERSONA_KV]) if rows.get(PERSONA_KV) else None,
                                 Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
     if selection.ids:
-        await mark_used(store, selection.ids, now)
+        await mark_used(store, selection.ids, now, query, session_id)
     return block
 
 
-async def mark_used(store: Store, ids: list[int], now: float) -> None:
+async def mark_used(store: Store, ids: list[int], now: float, query: str = "",
+                    session_id: str | None = None) -> None:
+    """Bump uses and last_used, and log what this prompt selected (the notebooks read it)."""
     async with store.engine.begin() as conn:
         await conn.execute(sa.update(schema.mind).where(schema.mind.c.id.in_(ids)).values(
             uses=schema.mind.c.uses + 1, last_used=now))
+        await conn.execute(sa.insert(schema.memory_events).values(
+            ts=now, event="selection", session_id=session_id, data={"ids": ids, "query": query[:200]}))
+
+
+async def list_events(store: Store, event: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    """Memory events, newest first."""
+    query = sa.select(schema.memory_events).order_by(schema.memory_events.c.id.desc()).limit(limit)
+    if event:
+        query = query.where(schema.memory_events.c.event == event)
+    async with store.engine.connect() as conn:
+        return [dict(r) for r in (await conn.execute(query)).mappings().all()]
+
+
+async def deactivate(store: Store, item_id: int) -> bool:
+    """Retire an item: kept for the record, never selected or recalled again."""
+    async with store.engine.begin() as conn:
+        result = await conn.execute(sa.update(schema.mind).where(schema.mind.c.id == item_id).values(active=False))
+    return result.rowcount > 0

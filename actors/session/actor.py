@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from actors.errors import NAMESPACE, report
 from actors.logmask import install_log_masking
+from actors.memory.reflection import is_trivial
 from actors.memory.repository import memory_block
 from actors.session.attachments import expand_message
 from actors.session.core import SessionCore, system_prompt
@@ -34,6 +35,8 @@ from actors.store.store import Store
 log = logging.getLogger(__name__)
 
 CONFIRM_TIMEOUT = 600.0
+# Tool-using turns in one sitting that make a "work session" worth a playbook distillation.
+WORK_SESSION_TURNS = 2
 PIN_KV = "owner_pin_hash"
 
 
@@ -78,6 +81,10 @@ class SessionActor:
         self._last_activity = time.monotonic()
         self._timers: list[asyncio.Task[None]] = []
         self._started = time.time()
+        # Background learning (reflection, playbook); kept so idle exit waits for it.
+        self._learning: set[asyncio.Task[Any]] = set()
+        # Tool-using turns since the last playbook distillation: a "work session".
+        self._work: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -108,9 +115,10 @@ class SessionActor:
         while True:
             await asyncio.sleep(period)
             idle = time.monotonic() - self._last_activity
-            busy = self._turn_lock.locked() or self._waiting or self._pending or (
+            busy = self._turn_lock.locked() or self._waiting or self._pending or self._learning or (
                 self._summarizing and not self._summarizing.done())
             if not busy and idle >= self.config.idle_seconds:
+                await self._end_work_session()
                 if await self._safe_flush():
                     log.info("session %s idle for %.0fs; exiting", self.core.session_id, idle)
                     # Exiting on purpose: no restart; the next request rebuilds it from the store.
@@ -293,7 +301,7 @@ class SessionActor:
 
     async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        memory = await memory_block(self.store, message)
+        memory = await memory_block(self.store, message, session_id=self.core.session_id)
         messages = self.core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
         rendered = await render_attachments(self.store, message, turn)
         if rendered:
@@ -322,6 +330,9 @@ class SessionActor:
         tools = (result or {}).get("tools") or None
         saved = self.core.add("assistant", text, meta={"tools": tools} if tools else None)
         await turn.push(TurnEvent(type="done", data=self._done_data(saved.id, text)))
+        if result is not None:
+            turn.exchange = {"session_id": self.core.session_id, "user": message, "reply": text,
+                             "tools": tools or []}
 
     async def _after_turn(self, turn: TurnLog) -> None:
         if turn.background and turn.detached and not turn.cancelled:
@@ -333,8 +344,54 @@ class SessionActor:
                     body=first, data={"turn_id": turn.turn_id}))
             except Exception as exc:  # noqa: BLE001 - a lost notification must not lose the turn
                 report("session.outbox", exc, request={"session": self.core.session_id})
+        if turn.exchange is not None and not turn.cancelled:
+            self._learn(turn)
         if self.core.to_fold() and (self._summarizing is None or self._summarizing.done()):
             self._summarizing = asyncio.get_running_loop().create_task(self._summarize())
+
+    # -- learning -------------------------------------------------------------------------
+
+    def _learn(self, turn: TurnLog) -> None:
+        """After the reply is delivered: reflect on the exchange; a finished background task
+        also distils playbook rules, and tool-using turns add to the work session."""
+        exchange = turn.exchange or {}
+        # Checked here too so a chit-chat turn costs no call at all.
+        if not is_trivial(exchange.get("user", ""), exchange.get("reply", ""), exchange.get("tools")):
+            self._background(self.agent.reflect.remote(exchange), "reflection")
+        if exchange.get("tools"):
+            work = work_summary(exchange)
+            if turn.background:
+                self._background(self.agent.distill.remote(work, self.core.session_id), "playbook")
+            else:
+                self._work.append(work)
+
+    def _background(self, ref: Any, what: str) -> None:
+        async def run() -> None:
+            try:
+                await ref
+            except Exception as exc:  # noqa: BLE001 - background boundary: learning is best effort
+                log.warning("%s failed in session %s: %s", what, self.core.session_id, exc)
+                report(f"session.{what}", exc, request={"session": self.core.session_id})
+
+        task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
+        self._learning.add(task)
+        task.add_done_callback(self._learning.discard)
+
+    async def _end_work_session(self) -> None:
+        """A conversation going idle after several tool-using turns was a piece of work:
+        distil what it taught before the actor exits."""
+        if len(self._work) < WORK_SESSION_TURNS:
+            self._work.clear()
+            return
+        work, self._work = "\n\n".join(self._work[-6:]), []
+        try:
+            await asyncio.wait_for(self.agent.distill.remote(work, self.core.session_id), 120)
+        except Exception as exc:  # noqa: BLE001 - idle exit must go on
+            report("session.playbook", exc, request={"session": self.core.session_id})
+
+    async def end_work_session(self) -> None:
+        """Distil the work session now (tests and the scheduler call this)."""
+        await self._end_work_session()
 
     async def _summarize(self) -> None:
         """Fold what left the verbatim window into the rolling summary, in the background."""
@@ -349,6 +406,13 @@ class SessionActor:
             report("session.summary", exc, request={"session": self.core.session_id})
             return
         self.core.apply_summary(summary, fold[-1].seq)
+
+
+def work_summary(exchange: dict[str, Any]) -> str:
+    """A turn as a playbook prompt reads it: the ask, each tool and its outcome, the reply."""
+    calls = "; ".join(f"{t.get('name')} -> {t.get('status', '')}: {str(t.get('result', ''))[:160]}"
+                      for t in exchange.get("tools", []))
+    return f"Asked: {exchange.get('user', '')[:600]}\nTools: {calls}\nReplied: {exchange.get('reply', '')[:600]}"
 
 
 def live_sessions() -> dict[str, Any]:

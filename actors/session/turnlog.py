@@ -25,6 +25,8 @@ class TurnLog:
         self.cancelled = False
         self.detached = False  # the client that started it has gone
         self.heard: tuple[str | None, int | None] = (None, None)
+        # The finished exchange, for reflection after the reply is delivered.
+        self.exchange: dict[str, Any] | None = None
         self._changed = asyncio.Condition()
 
     async def push(self, event: TurnEvent) -> None:

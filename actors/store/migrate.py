@@ -36,3 +36,10 @@ async def current_revision(store: Store) -> str | None:
 
     async with store.engine.connect() as conn:
         return await conn.run_sync(read)
+
+
+def head_revision() -> str | None:
+    """The newest revision the migrations folder defines."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config()).get_current_head()

@@ -65,6 +65,11 @@ class Store:
     def _insert(self, table: sa.Table) -> Any:
         return (sqlite.insert if self.is_sqlite else postgresql.insert)(table)
 
+    def upsert(self, table: sa.Table) -> Any:
+        """An INSERT with this backend's ON CONFLICT clauses, for callers that write inside
+        their own transaction."""
+        return self._insert(table)
+
     # -- conversations and messages -------------------------------------------------------
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:

@@ -1,0 +1,55 @@
+"""The `memory` MCP server as a real stdio subprocess on a SQLite store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mcp import Client, StdioServerParameters
+
+from actors.memory.repository import get_item, list_events
+from actors.store.migrate import migrate
+from actors.store.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def test_remember_recall_forget(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'iriis.sqlite3'}"
+    store = Store.open(url)
+    await migrate(store)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "actors.tools.servers.memory"],
+                                   env={"IRIIS_DATABASE_URL": url}, cwd=str(ROOT))
+    try:
+        async with Client(params, read_timeout_seconds=60) as memory:
+            tools = {t.name: t for t in (await memory.list_tools()).tools}
+            assert set(tools) == {"remember", "recall", "forget"}
+            assert tools["recall"].annotations.read_only_hint is True
+
+            first = await memory.call_tool("remember", {"text": "The owner's dentist is Dr Okafor", "kind": "person",
+                                                         "importance": 6})
+            assert not first.is_error and first.content[0].text.startswith("remembered as #")
+            again = await memory.call_tool("remember", {"text": "The owner's dentist is Dr Okafor.", "kind": "person"})
+            assert "already known, reinforced" in again.content[0].text
+            await memory.call_tool("remember", {"text": "The owner prefers morning appointments"})
+            secret = await memory.call_tool("remember", {"text": "my PIN is 4321"})
+            assert secret.is_error and "secret" in secret.content[0].text
+
+            found = await memory.call_tool("recall", {"query": "when is the dentist appointment?"})
+            assert not found.is_error
+            hits = found.structured_content["result"]
+            assert [h["text"] for h in hits][0] == "The owner's dentist is Dr Okafor"
+            assert all("dentist" in h["text"].lower() or "appointment" in h["text"].lower() for h in hits)
+            assert (await memory.call_tool("recall", {"query": "zebra"})).structured_content["result"] == []
+
+            item_id = hits[0]["id"]
+            assert (await memory.call_tool("forget", {"item_id": item_id, "reason": "changed dentist"})).content[0].text \
+                == f"forgot #{item_id}"
+            missing = await memory.call_tool("forget", {"item_id": item_id})
+            assert missing.is_error and "no active memory item" in missing.content[0].text
+            bad = await memory.call_tool("remember", {"text": "x", "importance": 11})
+            assert bad.is_error
+        assert (await get_item(store, item_id)).active is False
+        assert (await list_events(store, "deactivate"))[0]["data"]["reason"] == "changed dentist"
+    finally:
+        await store.close()
