@@ -7,37 +7,35 @@ must see real types, not strings, to tell bodies and requests from query paramet
 
 
 import asyncio
-import json
 import logging
 import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, File, Request, UploadFile
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi import File, Request, UploadFile
+from fastapi.responses import FileResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from ray import serve
-from ray.exceptions import RayActorError, TaskCancelledError
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from ray.exceptions import RayActorError
 from starlette.routing import Route
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
-from actors.memory import repository as memory
-from actors.memory.exchanges import iter_exchanges
-from actors.memory.model import Kind
 from actors.session.actor import SessionConfig, SessionNotFound, live_sessions, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import new_id
 from actors.store.store import Store
 from actors.tools.ssrf import FetchError, SsrfError, link_preview, safe_fetch
 from serve_apps.agent_mcp import AgentMcpApp
+from serve_apps.api import ApiError, app
 from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
+from serve_apps.memory_routes import router as memory_router
 
 log = logging.getLogger(__name__)
+
+app.include_router(memory_router)
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.
@@ -65,16 +63,6 @@ class ChatRequest(BaseModel):
     confirmations: bool = True
 
 
-class MemoryCreate(BaseModel):
-    kind: Kind = "fact"
-    text: str = Field(min_length=1, max_length=2000)
-    importance: float = Field(default=5.0, ge=1, le=10)
-
-
-class PersonaRequest(BaseModel):
-    revise: bool = False
-
-
 class CancelRequest(BaseModel):
     heard: str | None = Field(default=None, max_length=10_000)
     heard_index: int | None = Field(default=None, ge=-1)
@@ -83,12 +71,6 @@ class CancelRequest(BaseModel):
 class ConfirmationAnswer(BaseModel):
     approve: bool
     pin: str | None = Field(default=None, max_length=32)
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def byte_range_response(data: bytes, mime: str, name: str, range_header: str | None) -> Response:
@@ -111,45 +93,6 @@ def byte_range_response(data: bytes, mime: str, name: str, range_header: str | N
     return Response(data[start:end + 1], status_code=206, media_type=mime, headers=headers)
 
 
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
-
-
-app = FastAPI(title="Iriis", docs_url="/docs", redoc_url=None)
-
-
-@app.exception_handler(ApiError)
-async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
-
-
-@app.exception_handler(RequestValidationError)
-async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    err = exc.errors()[0]
-    if err.get("type") == "json_invalid":
-        return JSONResponse(error_body("invalid_json", "The request body is not valid JSON."), status_code=400)
-    field = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-    return JSONResponse(error_body("invalid_request", f"{field}: {err.get('msg', 'invalid')}"), status_code=422)
-
-
-@app.exception_handler(StarletteHTTPException)
-async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
-
-
-@app.exception_handler(Exception)
-async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, TaskCancelledError):
-        # The client went away mid-stream: normal, not a server error.
-        return JSONResponse(error_body("cancelled", "The request was cancelled."), status_code=499)
-    log.exception("unhandled error on %s", request.url.path)
-    report("gateway", exc, path=request.url.path,
-           request={"method": request.method, "content_type": request.headers.get("content-type")})
-    return JSONResponse(error_body("internal_error", "The server failed on this request; it was logged."),
-                        status_code=500)
-
-
 @serve.deployment(
     ray_actor_options={"num_cpus": 0},
     max_ongoing_requests=200,
@@ -164,6 +107,8 @@ class Gateway:
         self.hashes = frozenset(config.owner_key_hashes)
         self.store = Store.open(config.database_url)
         self.web_dir = Path(config.web_dir)
+        # Route modules (APIRouter, one resource each) find this replica through app.state.
+        app.state.gateway = self
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         app.mount("/static", StaticFiles(directory=self.web_dir), name="static")
         self.mcp = AgentMcpApp(self._mcp_chat, lambda key: key_matches(key, self.hashes), config.hosts)
@@ -365,7 +310,7 @@ class Gateway:
                 continue
         return None
 
-    async def _flush_live_sessions(self) -> None:
+    async def flush_live_sessions(self) -> None:
         """Write every live session's buffer, so an export sees what was said a moment ago."""
         for actor in (await asyncio.to_thread(live_sessions)).values():
             try:
@@ -420,97 +365,6 @@ class Gateway:
         self.owner(request)
         data = await self.agent.providers_status.remote()
         return {"data": data, "count": len(data)}
-
-    @app.get("/v1/memory")
-    async def memory_list(self, request: Request, kind: str | None = None, active: bool | None = None,
-                          search: str | None = None, limit: int = 200) -> dict[str, Any]:
-        self.owner(request)
-        items = await memory.list_items(self.store, kind, active, search, max(1, min(limit, 2000)))
-        data = [i.model_dump() for i in items]
-        return {"data": data, "count": len(data)}
-
-    @app.post("/v1/memory", status_code=201)
-    async def memory_add(self, body: MemoryCreate, request: Request) -> dict[str, Any]:
-        """Tell the agent something to remember; a near-duplicate reinforces the existing item."""
-        self.owner(request)
-        try:
-            item, created = await memory.remember(self.store, body.kind, body.text, body.importance)
-        except memory.MemoryRefused as exc:
-            raise ApiError(422, "secret_refused", str(exc)) from None
-        return {**item.model_dump(), "created": created}
-
-    @app.get("/v1/memory/events")
-    async def memory_events(self, request: Request, event: str | None = None, limit: int = 200) -> dict[str, Any]:
-        """What memory did: inserts, reinforcements, updates, retirements, selections, reflections."""
-        self.owner(request)
-        data = await memory.list_events(self.store, event, max(1, min(limit, 2000)))
-        return {"data": data, "count": len(data)}
-
-    @app.get("/v1/memory/persona")
-    async def persona_get(self, request: Request) -> dict[str, Any]:
-        self.owner(request)
-        record = await self.store.get_kv(memory.PERSONA_KV)
-        if not record:
-            raise ApiError(404, "not_found", "No persona yet: it is written once memory knows a few things "
-                                             "about you, or POST /v1/memory/persona to write one now.")
-        return record
-
-    @app.post("/v1/memory/persona")
-    async def persona_write(self, request: Request, body: PersonaRequest | None = None) -> dict[str, Any]:
-        """Write the persona now (or revise it slightly with {"revise": true})."""
-        self.owner(request)
-        result = await self.agent.author_persona.remote(bool(body and body.revise))
-        if result == "no_model":
-            raise ApiError(409, "no_model", "No model is configured, so the persona cannot be written; "
-                                            "set OPENAI_API_KEY or IRIIS_PROVIDERS and restart.")
-        return {"result": result, "persona": await self.store.get_kv(memory.PERSONA_KV)}
-
-    @app.post("/v1/memory/consolidate")
-    async def consolidate(self, request: Request) -> Response:
-        """The nightly consolidation, run now. With Accept: text/event-stream the steps stream as
-        `progress` events before the `report`; otherwise the report comes back as JSON."""
-        self.owner(request)
-        events = self.agent.options(stream=True).consolidate.remote()
-        if "text/event-stream" in request.headers.get("accept", ""):
-            async def stream():
-                async for event in events:
-                    kind = event.pop("type")
-                    yield f"event: {kind}\ndata: {json.dumps(event)}\n\n"
-            return StreamingResponse(stream(), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        report_ = {}
-        async for event in events:
-            if event["type"] == "report":
-                report_ = {k: v for k, v in event.items() if k != "type"}
-        return JSONResponse(report_)
-
-    @app.get("/v1/export/exchanges.jsonl")
-    async def export_exchanges(self, request: Request) -> StreamingResponse:
-        """Every exchange, one JSON object per line, with `corrected` set when the owner's
-        next message corrected the agent."""
-        self.owner(request)
-        await self._flush_live_sessions()
-
-        async def lines():
-            async for row in iter_exchanges(self.store):
-                yield row.model_dump_json() + "\n"
-        return StreamingResponse(lines(), media_type="application/x-ndjson",
-                                 headers={"Content-Disposition": 'attachment; filename="exchanges.jsonl"'})
-
-    @app.get("/v1/memory/{item_id}")
-    async def memory_get(self, item_id: int, request: Request) -> dict[str, Any]:
-        self.owner(request)
-        item = await memory.get_item(self.store, item_id)
-        if item is None:
-            raise ApiError(404, "not_found", "No memory item with that id.")
-        return item.model_dump()
-
-    @app.delete("/v1/memory/{item_id}")
-    async def memory_delete(self, item_id: int, request: Request) -> dict[str, Any]:
-        self.owner(request)
-        if not await memory.delete_item(self.store, item_id):
-            raise ApiError(404, "not_found", "No memory item with that id.")
-        return {"id": item_id, "deleted": True}
 
     @app.get("/v1/tools")
     async def tools(self, request: Request) -> dict[str, Any]:

@@ -1,0 +1,71 @@
+"""The HTTP application shared by the gateway and the per-resource route modules: the FastAPI
+app, the error shape and its handlers, and how a route finds the gateway replica serving it.
+
+Route modules (one resource each) define an APIRouter and reach the replica's state through
+`gateway_of(request)`, so they never import the gateway module (which includes them).
+"""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from ray.exceptions import TaskCancelledError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from actors.errors import report
+
+log = logging.getLogger("serve_apps.gateway")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+app = FastAPI(title="Iriis", docs_url="/docs", redoc_url=None)
+
+
+@app.exception_handler(ApiError)
+async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+
+
+@app.exception_handler(RequestValidationError)
+async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    err = exc.errors()[0]
+    if err.get("type") == "json_invalid":
+        return JSONResponse(error_body("invalid_json", "The request body is not valid JSON."), status_code=400)
+    field = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+    return JSONResponse(error_body("invalid_request", f"{field}: {err.get('msg', 'invalid')}"), status_code=422)
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+
+@app.exception_handler(Exception)
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, TaskCancelledError):
+        # The client went away mid-stream: normal, not a server error.
+        return JSONResponse(error_body("cancelled", "The request was cancelled."), status_code=499)
+    log.exception("unhandled error on %s", request.url.path)
+    report("gateway", exc, path=request.url.path,
+           request={"method": request.method, "content_type": request.headers.get("content-type")})
+    return JSONResponse(error_body("internal_error", "The server failed on this request; it was logged."),
+                        status_code=500)
+
+
+
+
+def gateway_of(request: Request) -> Any:
+    """The Gateway replica serving this request (set in its constructor)."""
+    return request.app.state.gateway
