@@ -1,0 +1,412 @@
+"""CameraActor "camera:{id}": one per open camera stream, alive while the stream is.
+
+It owns the stream's state (actors/camera/state.py), runs the vision model's looks with their
+priority rules, the coach timer, video review jobs and the hand-off to the agent, and pushes
+every event into per-listener queues that the gateway replica holding the socket drains.
+Frames never pass through it by value: it gets the object ref the gateway put, and reads the
+bytes only when a look or the review history needs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextvars
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import ray
+from pydantic import BaseModel
+
+from actors.camera import knowledge, procedures
+from actors.camera.look import fast_provider_free, look
+from actors.camera.state import CameraState
+from actors.errors import NAMESPACE, report
+from actors.logmask import install_log_masking
+from actors.memory.repository import PERSONA_KV, list_items
+from actors.memory.select import select
+from actors.providers.openai_compat import OpenAICompatProvider
+from actors.providers.router_actor import RemoteRouter, router_actor
+from actors.settings import ProviderConfig
+from actors.store.store import Store
+from vision.frames import FrameError, decode_jpeg, frame_for_vlm
+from vision.perception import Perception, offline_answer
+from vision.review import FrameHistory, ReviewReport, TimedFrame, build_review_messages, parse_report, sample_clip
+from vision.vlm import VlmAnswer, build_messages
+
+log = logging.getLogger(__name__)
+
+QUEUE_LIMIT = 256
+HISTORY_EVERY = 1.0  # seconds between frames kept for "review the last 90 s"
+NOTHING = "NOTHING"
+HANDOFF = ("[camera] The owner asked the camera assistant: {question}\n"
+           "It answered ({status}): {say}\n"
+           "If nothing more is needed from you, reply with exactly NOTHING. Otherwise do what is needed "
+           "(a document with a camera photo, a reminder, a message) and say it in one sentence.")
+
+
+class CameraConfig(BaseModel):
+    database_url: str
+    vision: list[dict[str, Any]] = []
+    timeout: float = 12.0
+    review_timeout: float = 40.0
+    idle_seconds: float = 120.0
+    ocr_every: int = 3
+    max_frame_bytes: int = 1_000_000
+
+
+class CameraActorBase:
+    """The actor's body, importable without the @ray.remote wrapper for in-process tests."""
+
+    def __init__(self, stream_id: str, config: CameraConfig, session: Any = None) -> None:
+        install_log_masking()
+        self.stream_id = stream_id
+        self.config = config
+        self.session = session
+        self.store = Store.open(config.database_url)
+        self.state = CameraState()
+        configs = [ProviderConfig(**p) for p in config.vision]
+        self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=16))
+        self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client) for p in configs}
+        self.router = RemoteRouter(router_actor("vision", configs)) if configs else None
+        self.listeners: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
+        self.frame_ref: list[Any] | None = None
+        self.history = FrameHistory()
+        self._last_kept = 0.0
+        self._asking = 0  # questions being answered now
+        self._background: asyncio.Task[Any] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._jobs = itertools.count(1)
+        self._viewers = itertools.count(1)
+        self._last_activity = time.monotonic()
+        self._documents: list[tuple[str, str]] | None = None
+        self._timer: asyncio.Task[None] | None = None
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        # A fresh context: work the socket started must not be cancelled with the call that
+        # started it (Ray propagates a caller's cancellation through the context).
+        task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def push(self, event: dict[str, Any], to: str | None = None) -> None:
+        """Queue an event for one listener, or all; a listener too slow to drain its queue
+        loses its oldest events rather than holding the stream's memory."""
+        targets = [to] if to else list(self.listeners)
+        for name in targets:
+            queue = self.listeners.get(name)
+            if queue is None:
+                continue
+            if queue.full():
+                queue.get_nowait()
+            queue.put_nowait(event)
+
+    async def start(self) -> dict[str, Any]:
+        if self._timer is None:
+            self._timer = self._spawn(self._tick())
+        self.listeners.setdefault("owner", asyncio.Queue(QUEUE_LIMIT))
+        return self.frame_config()
+
+    async def events(self, listener: str = "owner") -> AsyncIterator[dict[str, Any]]:
+        queue = self.listeners.setdefault(listener, asyncio.Queue(QUEUE_LIMIT))
+        while True:
+            event = await queue.get()
+            if event is None:
+                return
+            yield event
+
+    async def close(self) -> None:
+        for queue in self.listeners.values():
+            queue.put_nowait(None)
+        for task in list(self._tasks):
+            task.cancel()
+        await self.client.aclose()
+        await self.store.close()
+
+    def frame_config(self) -> dict[str, Any]:
+        instrument = self.state.instrument()
+        return {"ocr_every": self.config.ocr_every,
+                "instrument": instrument.model_dump() if instrument else None}
+
+    async def _tick(self) -> None:
+        """Once a second: the coach look when due, and exit after a long silence (a socket
+        whose replica died never says goodbye)."""
+        while True:
+            await asyncio.sleep(1.0)
+            if time.monotonic() - self._last_activity > self.config.idle_seconds:
+                log.info("camera %s idle; exiting", self.stream_id)
+                await self.close()
+                ray.actor.exit_actor()
+            if self.state.coach_on and self.state.coach.due() and self.frame_ref is not None:
+                self.state.coach.looked()
+                self._start_background("coach")
+
+    # -- frames ---------------------------------------------------------------------------
+
+    async def observe(self, perception: dict[str, Any], frame: list[Any], t: float | None = None) -> dict[str, Any]:
+        """One frame's perception (the gateway ran it); returns the config for the next frame."""
+        self._last_activity = time.monotonic()
+        self.frame_ref = frame
+        seen = Perception.model_validate(perception)
+        notice = self.state.observe(seen)
+        now = time.monotonic() if t is None else t
+        if now - self._last_kept >= HISTORY_EVERY:
+            self._last_kept = now
+            self.history.add(now, await frame[0])
+        if notice:
+            self._start_background("notice", notice)
+        return self.frame_config()
+
+    async def observe_text(self, text: str) -> None:
+        """The OCR lane's result for a recent frame."""
+        self._last_activity = time.monotonic()
+        notice = self.state.observe_text(text)
+        if notice:
+            self._start_background("notice", notice)
+
+    async def _frame_b64(self) -> str:
+        data: bytes = await self.frame_ref[0]  # type: ignore[index]
+        image = await asyncio.to_thread(decode_jpeg, data)
+        return base64.b64encode(await asyncio.to_thread(frame_for_vlm, image)).decode()
+
+    # -- looks ----------------------------------------------------------------------------
+
+    async def _context(self, query: str):
+        profile = ""
+        persona = await self.store.get_kv(PERSONA_KV)
+        if persona:
+            profile = "; ".join(f"{k}: {v}" for k, v in persona.items() if v and k in ("address", "purpose", "avoid"))
+        items = await list_items(self.store, active=True, limit=2000)
+        chosen = select(items, query, time.time())
+        facts = "; ".join(i.text for i in chosen.memories + chosen.people)
+        if self._documents is None:
+            self._documents = await knowledge.load_documents(self.store)
+        step = self.state.context().step
+        excerpts = knowledge.best_excerpts(self._documents, f"{query} {self.state.goal} {step}")
+        return self.state.context(owner_profile=profile, facts=facts, excerpts=excerpts)
+
+    def _fallback(self) -> VlmAnswer:
+        last = self.state.last or Perception(width=0, height=0, frame_index=0)
+        return offline_answer(last, ocr_text=self.state.ocr_text, instrument=self.state.instrument())
+
+    async def ask(self, question: str, source: str = "owner") -> dict[str, Any]:
+        """A person's question: preempts any background look, always gets an answer."""
+        self._last_activity = time.monotonic()
+        if self._background and not self._background.done():
+            self._background.cancel()
+        self._asking += 1
+        try:
+            return await self._answer(question, source)
+        finally:
+            self._asking -= 1
+
+    async def _answer(self, question: str, source: str) -> dict[str, Any]:
+        self.push({"type": "thinking", "question": question})
+        if self.frame_ref is None:
+            answer = VlmAnswer(say="No frame has arrived yet; point the camera and ask again.", status="unsure")
+            self.push({"type": "answer", "question": question, **answer.model_dump(), "source": "none"})
+            return answer.model_dump()
+        started = time.monotonic()
+        context = await self._context(question)
+        messages = build_messages(context, await self._frame_b64(), mode="question", question=question)
+        result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
+                            person_waiting=True, fallback=self._fallback)
+        checked = self.state.check(result.answer, question)
+        answer = checked.answer
+        event = {"type": "answer", "question": question, **answer.model_dump(), "source": result.source,
+                 "crosscheck": checked.verdict, "elapsed_ms": round((time.monotonic() - started) * 1000, 1)}
+        self.push(event)
+        self._after_verdict(answer, checked.advance)
+        if source == "owner" and self.session is not None:
+            self._spawn(self._hand_off(question, answer))
+        return event
+
+    def _after_verdict(self, answer: VlmAnswer, advance: Any) -> None:
+        if answer.status in ("warning", "danger"):
+            self.push({"type": "alert", "status": answer.status, "say": answer.say})
+        if advance is not None and advance.advanced:
+            self.push({"type": "state", **self.state.state()})
+
+    def _start_background(self, mode: str, text: str = "") -> None:
+        """Coach and notice looks: one at a time, never while a question is being answered; a
+        look that cannot start now is dropped, not queued."""
+        if (self._background and not self._background.done()) or self._asking:
+            return
+        self._background = self._spawn(self._background_look(mode, text))
+
+    async def _background_look(self, mode: str, text: str = "") -> None:
+        if not await fast_provider_free(self.router):
+            return
+        try:
+            context = await self._context(text or self.state.goal)
+            messages = build_messages(context, await self._frame_b64(), mode=mode, question=text)  # type: ignore[arg-type]
+            result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
+                                person_waiting=False, fallback=lambda: VlmAnswer(say="", status="ok"))
+            if result.source != "model":
+                return
+            checked = self.state.check(result.answer, None)
+            answer = checked.answer
+            if mode == "coach":
+                line = self.state.coach.line_to_say(answer, self.state.instrument())
+                if line:
+                    self.push({"type": "coach", "say": line, "status": answer.status})
+            elif answer.say.strip() and self.state.coach.suppressor.allow(answer.say):
+                self.push({"type": "notice", "text": text, "say": answer.say, "status": answer.status})
+            self._after_verdict(answer, checked.advance)
+        except asyncio.CancelledError:
+            pass  # a person asked meanwhile
+        except Exception as exc:  # noqa: BLE001 - background boundary
+            log.exception("%s look failed", mode)
+            report(f"camera.{mode}", exc, request={"stream": self.stream_id})
+
+    # -- the agent ------------------------------------------------------------------------
+
+    async def _hand_off(self, question: str, answer: VlmAnswer) -> None:
+        """The exchange goes to the agent's session; its follow-up and confirmations come back."""
+        message = HANDOFF.format(question=question[:500], status=answer.status, say=answer.say[:600])
+        text = ""
+        try:
+            async for ref in self.session.chat.options(num_returns="streaming").remote(message):
+                event = await ref
+                if event["type"] == "confirm":
+                    self.push({"type": "confirm", **event["data"]})
+                elif event["type"] == "done":
+                    text = event["data"]["text"]
+                elif event["type"] == "error":
+                    return
+        except Exception as exc:  # noqa: BLE001 - the camera answer already went out
+            report("camera.handoff", exc, request={"stream": self.stream_id})
+            return
+        if text.strip() and text.strip().rstrip(".") != NOTHING:
+            self.push({"type": "agent", "text": text})
+
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+        if self.session is None:
+            return {"error": "not_found", "message": "This stream has no agent session."}
+        return await self.session.answer_confirmation.remote(confirmation_id, approve, pin)
+
+    # -- settings from the socket ---------------------------------------------------------
+
+    async def set_procedure(self, procedure_id: int | None) -> dict[str, Any]:
+        procedure = await procedures.get(self.store, procedure_id) if procedure_id else None
+        if procedure_id and procedure is None:
+            return {"error": "not_found", "message": f"No procedure {procedure_id}."}
+        self.state.set_procedure(procedure_id, procedure)
+        state = {"type": "state", **self.state.state()}
+        self.push(state)
+        return state
+
+    async def set_goal(self, goal: str) -> None:
+        self.state.goal = goal[:300]
+        self.push({"type": "state", **self.state.state()})
+
+    async def set_coach(self, on: bool, interval: float | None = None) -> None:
+        self.state.set_coach(on, interval)
+        self.push({"type": "state", **self.state.state()})
+
+    # -- video review ---------------------------------------------------------------------
+
+    async def review(self, seconds: float = 90.0, question: str = "", file_id: int | None = None) -> int:
+        """Start a review job; progress arrives as `job` events, the result as `report`."""
+        job = next(self._jobs)
+        self._spawn(self._review(job, seconds, question, file_id))
+        return job
+
+    async def _review(self, job: int, seconds: float, question: str, file_id: int | None) -> None:
+        def progress(stage: str, fraction: float, **extra: Any) -> None:
+            self.push({"type": "job", "job": job, "stage": stage, "progress": fraction, **extra})
+
+        try:
+            progress("sampling", 0.1)
+            frames = await self._review_frames(seconds, file_id)
+            if not frames:
+                progress("failed", 1.0, error="no frames to review yet")
+                return
+            progress("asking", 0.4, frames=len(frames))
+            report_ = await self._review_report(frames, question)
+            progress("done", 1.0)
+            self.push({"type": "report", "job": job, "frames": len(frames), **report_.model_dump()})
+        except (FrameError, ValueError) as exc:
+            progress("failed", 1.0, error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - background boundary
+            log.exception("review failed")
+            report("camera.review", exc, request={"stream": self.stream_id})
+            progress("failed", 1.0, error="the review failed; it was logged")
+
+    async def _review_frames(self, seconds: float, file_id: int | None) -> list[TimedFrame]:
+        if file_id is not None:
+            found = await self.store.get_file(file_id)
+            if found is None:
+                raise ValueError(f"no file {file_id}")
+            return await asyncio.to_thread(sample_clip, found[1])
+        sampled = self.history.sample()
+        if sampled:
+            newest = sampled[-1][0]
+            sampled = [(t, jpeg) for t, jpeg in sampled if t >= newest - seconds]
+        return [TimedFrame(t=t, image=await asyncio.to_thread(decode_jpeg, jpeg)) for t, jpeg in sampled]
+
+    async def _review_report(self, frames: list[TimedFrame], question: str) -> ReviewReport:
+        if self.router is not None:
+            candidates = await self.router.candidates(1)
+            max_images = max((c.max_images for c in candidates), default=1) or 1
+            messages = build_review_messages(frames, goal=self.state.goal, question=question, max_images=max_images)
+            result = await look(self.router, self.providers, messages, timeout=self.config.review_timeout,
+                                person_waiting=True, fallback=lambda: VlmAnswer(say="", status="unsure"))
+            if result.source == "model":
+                return parse_report(result.text)
+        return ReviewReport(summary=f"No vision model answered, so {len(frames)} frames were sampled but not "
+                                    "reviewed; configure IRIIS_VISION_MODEL or a vision provider.")
+
+    # -- watch-only viewers (WebRTC signalling only) -------------------------------------
+
+    async def add_viewer(self) -> str:
+        viewer = f"viewer:{next(self._viewers)}"
+        self.listeners[viewer] = asyncio.Queue(QUEUE_LIMIT)
+        self.push({"type": "viewer", "viewer": viewer, "joined": True}, to="owner")
+        return viewer
+
+    async def remove_viewer(self, viewer: str) -> None:
+        queue = self.listeners.pop(viewer, None)
+        if queue is not None:
+            queue.put_nowait(None)
+            self.push({"type": "viewer", "viewer": viewer, "joined": False}, to="owner")
+
+    async def signal(self, sender: str, message: dict[str, Any]) -> bool:
+        """Relay an offer, answer or ICE candidate: a viewer's goes to the owner's socket, the
+        owner's goes to the viewer it names."""
+        target = "owner" if sender != "owner" else str(message.get("to", ""))
+        if target not in self.listeners:
+            return False
+        self.push({"type": "webrtc", "from": sender, **{k: v for k, v in message.items() if k not in ("type", "to")}},
+                  to=target)
+        return True
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class CameraActor(CameraActorBase):
+    pass
+
+
+def camera_actor(stream_id: str, config: CameraConfig, session: Any = None) -> Any:
+    return CameraActor.options(name=f"camera:{stream_id}", namespace=NAMESPACE, get_if_exists=True).remote(
+        stream_id, config, session)
+
+
+def find_camera(stream_id: str) -> Any | None:
+    try:
+        return ray.get_actor(f"camera:{stream_id}", namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def live_cameras() -> list[str]:
+    """Stream ids of the open camera streams (a blocking GCS call: run it in a thread)."""
+    return [info["name"].split(":", 1)[1] for info in ray.util.list_named_actors(all_namespaces=True)
+            if info.get("namespace") == NAMESPACE and info.get("name", "").startswith("camera:")]

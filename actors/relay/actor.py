@@ -1,0 +1,227 @@
+"""RelayActor "relay:{uid}": one per relay session while it is in use.
+
+It owns the session's sequencing (one append at a time, under a lock), its long-poll waiters,
+its write-rate window and its warnings. Everything durable is in the store, so a restarted or
+re-created actor picks up at the same seq. The HTTP app passes `now` on every call: the app's
+clock is the only clock, which is what lets tests move time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+from pydantic import BaseModel
+
+from actors.errors import NAMESPACE, report
+from actors.relay import repository as repo
+from actors.relay.core import Plan, SessionCore
+from actors.relay.envelope import is_urgent
+from actors.relay.errors import RelayError
+from actors.relay.waiters import Gone, WaiterHub
+from actors.store.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class RelayConfig(BaseModel):
+    database_url: str
+    data_dir: str
+    idle_seconds: float = 300.0
+
+
+def files_dir(data_dir: str | Path, uid: str) -> Path:
+    return Path(data_dir) / "files" / uid
+
+
+def stored_file_path(data_dir: str | Path, uid: str, name: str) -> Path:
+    # Names come from peers: hash them, so no name can reach outside the session's folder.
+    return files_dir(data_dir, uid) / hashlib.sha256(name.encode()).hexdigest()
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=10000)
+class RelayActor:
+    def __init__(self, uid: str, config: RelayConfig) -> None:
+        self.uid = uid
+        self.config = config
+        self.store = Store.open(config.database_url)
+        self.core: SessionCore | None = None
+        self.waiters = WaiterHub()
+        self._lock = asyncio.Lock()
+        self._last_call = time.monotonic()
+        self._idle: asyncio.Task[None] | None = None
+
+    async def _load(self, now: float) -> SessionCore:
+        self._last_call = time.monotonic()
+        if self.core is None:
+            state = await repo.load_session(self.store, self.uid)
+            if state is None:
+                raise RelayError("not_found", "no such session")
+            self.core = SessionCore(state)
+            self._idle = asyncio.get_running_loop().create_task(self._idle_timer())
+        if self.core.phase(now) == "purged":
+            await self._purge()
+        return self.core
+
+    async def _idle_timer(self) -> None:
+        period = min(30.0, self.config.idle_seconds / 4)
+        while True:
+            await asyncio.sleep(period)
+            if not len(self.waiters) and not self._lock.locked() and \
+                    time.monotonic() - self._last_call >= self.config.idle_seconds:
+                # On purpose, so no restart: the next request rebuilds it from the store.
+                ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+                return
+
+    async def _apply(self, plan: Plan, file_path: str | None = None) -> None:
+        """Persist first, then wake waiters: a woken reader never sees a message the store lacks."""
+        await repo.save_plan(self.store, plan, file_path)
+        assert self.core is not None
+        self.core.commit(plan)
+        if plan.envelopes:
+            self.waiters.notify(plan.envelopes)
+
+    async def _purge(self) -> None:
+        assert self.core is not None
+        if not self.core.state.purged:
+            await repo.purge(self.store, self.uid)
+            await asyncio.to_thread(shutil.rmtree, files_dir(self.config.data_dir, self.uid), True)
+            self.core.state.purged = True
+        self.waiters.fail_all()
+
+    async def _guard(self, coro: Any) -> Any:
+        """Every public method's boundary: refusals become error dicts, faults become `internal`."""
+        try:
+            return await coro
+        except RelayError as exc:
+            return exc.to_dict()
+        except Exception as exc:  # noqa: BLE001 - actor boundary: never raise across Ray
+            log.exception("relay session %s failed", self.uid)
+            report("relay.actor", exc, request={"uid": self.uid})
+            return RelayError("internal", "the relay failed; this is not your fault").to_dict()
+
+    # -- calls from the HTTP app ---------------------------------------------------------
+
+    async def post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            async with self._lock:
+                core = await self._load(now)
+                plan = core.plan_post(message, metadata, now)
+                await self._apply(plan)
+                return plan.envelopes[0]
+        return await self._guard(run())
+
+    async def read(self, since: int, limit: int, now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            core = await self._load(now)
+            core.require_readable(now)
+            head = core.state.last_seq
+            messages = await repo.read_messages(self.store, self.uid, since, limit)
+            return {"messages": messages, "last_seq": head}
+        return await self._guard(run())
+
+    async def wait(self, since: int, timeout: float, urgent_only: bool, now: float) -> dict[str, Any] | None:
+        """Matches already in the log at once; else park until an append matches or time is up
+        (None, which the app answers with 204)."""
+        async def run() -> dict[str, Any] | None:
+            core = await self._load(now)
+            core.require_readable(now)
+            if since < core.state.last_seq:
+                found = await repo.read_messages(self.store, self.uid, since, 1000, urgent_only)
+                if found:
+                    return {"messages": found, "last_seq": self.core.state.last_seq if self.core else 0}
+            if timeout <= 0:
+                return None
+            match = is_urgent if urgent_only else (lambda _e: True)
+            try:
+                woke = await self.waiters.wait(since, match, timeout)
+            except Gone:
+                raise RelayError("gone", "this session was purged while you waited") from None
+            finally:
+                self._last_call = time.monotonic()
+            if woke is None:
+                return None
+            return {"messages": woke, "last_seq": self.core.state.last_seq if self.core else 0}
+        return await self._guard(run())
+
+    async def put_file(self, name: str, size: int, content_type: str, tmp_path: str, now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            try:
+                async with self._lock:
+                    core = await self._load(now)
+                    found = await repo.get_file(self.store, self.uid, name)
+                    plan = core.plan_file(name, size, content_type, found[0].size if found else None, now)
+                    final = stored_file_path(self.config.data_dir, self.uid, name)
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(tmp_path, final)
+                    await self._apply(plan, str(final))
+                    return plan.envelopes[0]
+            finally:
+                if os.path.exists(tmp_path):
+                    os.unlink(tmp_path)
+        return await self._guard(run())
+
+    async def files(self, now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            core = await self._load(now)
+            core.require_readable(now)
+            return {"files": [f.public() for f in await repo.list_files(self.store, self.uid)]}
+        return await self._guard(run())
+
+    async def file(self, name: str, now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            core = await self._load(now)
+            core.require_readable(now)
+            found = await repo.get_file(self.store, self.uid, name)
+            if found is None:
+                raise RelayError("not_found", f"no file named {name!r} in this session")
+            record, path = found
+            return {"file": record.public(), "path": path}
+        return await self._guard(run())
+
+    async def terminate(self, now: float) -> dict[str, Any]:
+        async def run() -> dict[str, Any]:
+            async with self._lock:
+                core = await self._load(now)
+                plan = core.plan_terminate(now)
+                await self._apply(plan)
+                return core.terminate_reply()
+        return await self._guard(run())
+
+    async def sweep(self, now: float) -> dict[str, Any]:
+        """The sweeper's call: announce expiry ten minutes ahead, purge when the grace is over."""
+        async def run() -> dict[str, Any]:
+            async with self._lock:
+                core = await self._load(now)
+                if core.state.purged:
+                    return {"phase": "purged"}
+                plan = core.plan_expiring(now)
+                if plan is not None:
+                    await self._apply(plan)
+                return {"phase": core.phase(now)}
+        return await self._guard(run())
+
+    def head(self) -> int:
+        return self.core.state.last_seq if self.core else -1
+
+    def waiting(self) -> int:
+        """How many long-polls are parked (tests wait on this instead of sleeping)."""
+        return len(self.waiters)
+
+
+def relay_actor(uid: str, config: RelayConfig) -> Any:
+    """The session's actor, created on first use; pinned to this node, where its files are."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node = ray.get_runtime_context().get_node_id()
+    return RelayActor.options(
+        name=f"relay:{uid}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+    ).remote(uid, config)

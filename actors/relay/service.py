@@ -1,0 +1,152 @@
+"""What both relay listeners share: the clock, the session directory, actor calls, creation
+and the sweeper. The HTTP routes (serve_apps/relay_app.py) stay thin over this."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ray.exceptions import RayActorError
+
+from actors.errors import report
+from actors.relay import lifecycle
+from actors.relay import repository as repo
+from actors.relay.actor import RelayConfig, relay_actor
+from actors.relay.envelope import iso_utc
+from actors.relay.errors import RelayError, from_dict, is_error
+from actors.relay.lifecycle import SessionState
+from actors.relay.limits import RelayLimits, WindowCounter
+from actors.relay.pairing import Blob, PairingToken, new_key, new_uid
+from actors.store.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class Clock:
+    """Wall time plus an offset that only the test hook moves."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+class RelayService:
+    def __init__(self, store: Store, config: RelayConfig, limits: RelayLimits,
+                 clock: Callable[[], float] | None = None, blob: Blob | None = None,
+                 sweep_seconds: float = 60.0) -> None:
+        self.store = store
+        self.config = config
+        self.limits = limits
+        self.clock = clock or Clock()
+        self.blob = blob
+        self.sweep_seconds = sweep_seconds
+        self.created = WindowCounter(limits.sessions_per_ip_per_hour)
+        self._handles: dict[str, Any] = {}
+        self._keys: dict[str, str] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        Path(config.data_dir, "tmp").mkdir(parents=True, exist_ok=True)
+
+    def now(self) -> float:
+        return self.clock()
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create(self, client: str, base_url: str) -> dict[str, Any]:
+        now = self.now()
+        retry = self.created.hit(client, now)
+        if retry is not None:
+            raise RelayError("rate_limited", f"at most {self.limits.sessions_per_ip_per_hour} sessions an hour",
+                             retry_after=retry)
+        uid, key = new_uid(), new_key()
+        state = SessionState(uid=uid, key_hash=hash_key(key), created=now, last_write=now,
+                             limits=self.limits)
+        await repo.create_session(self.store, state)
+        self._keys[uid] = state.key_hash
+        out: dict[str, Any] = {"uid": uid, "url": f"{base_url.rstrip('/')}/s/{uid}", "key": key,
+                               "created_at": iso_utc(now), "limits": self.limits.model_dump()}
+        if self.blob is not None:
+            # Not in the original's reply; clients ignore unknown fields, and our agent needs it.
+            out["token"] = PairingToken(blob=self.blob, uid=uid, key=key).encode()
+        return out
+
+    async def authorize(self, uid: str, key: str | None) -> None:
+        """404 for no such session, 401 for a wrong or missing key."""
+        key_hash = self._keys.get(uid)
+        if key_hash is None:
+            state = await repo.load_session(self.store, uid)
+            if state is None:
+                raise RelayError("not_found", "no such session")
+            key_hash = self._keys[uid] = state.key_hash
+        if not key or not hmac.compare_digest(hash_key(key), key_hash):
+            raise RelayError("unauthorized", "wrong or missing key; send Authorization: Bearer <key>")
+
+    async def call(self, uid: str, method: str, *args: Any) -> Any:
+        """Call the session's actor (creating it if it is not running); error dicts become
+        RelayError. An actor that exited while idle is made again, up to three times."""
+        for attempt in range(3):
+            handle = self._handles.get(uid)
+            if handle is None:
+                handle = self._handles[uid] = relay_actor(uid, self.config)
+            try:
+                result = await getattr(handle, method).remote(*args)
+                break
+            except RayActorError:
+                self._handles.pop(uid, None)
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(0.2 * (attempt + 1))
+        if is_error(result):
+            raise from_dict(result)
+        return result
+
+    # -- the sweeper ----------------------------------------------------------------------
+
+    async def sweep(self) -> dict[str, int]:
+        """Warn sessions about to go read-only and purge those past their grace."""
+        now = self.now()
+        done = {"expiring": 0, "purged": 0}
+        for state in await repo.live_sessions(self.store):
+            if lifecycle.expiring_due(state, now) or lifecycle.purge_due(state, now):
+                try:
+                    result = await self.call(state.uid, "sweep", now)
+                except RelayError as exc:
+                    if exc.code != "gone":
+                        log.warning("sweep of %s: %s", state.uid, exc.message)
+                    result = {"phase": "purged"}
+                if result.get("phase") == "purged":
+                    done["purged"] += 1
+                else:
+                    done["expiring"] += 1
+        return done
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_seconds)
+            try:
+                await self.sweep()
+            except Exception as exc:  # noqa: BLE001 - timer boundary: report and sweep again later
+                log.exception("relay sweep failed")
+                report("relay.sweep", exc)
+
+    def start_sweeper(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep_forever(), context=contextvars.Context())
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None

@@ -1,0 +1,34 @@
+"""Relay configuration from the environment (IRIIS_RELAY_*), over the spec's defaults."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from actors.relay.limits import RelayLimits
+
+
+class RelaySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="IRIIS_RELAY_", case_sensitive=False, extra="ignore")
+
+    messages_per_minute: int = Field(default=60, ge=1)
+    max_body_bytes: int = Field(default=65536, ge=1)
+    max_file_bytes: int = Field(default=104857600, ge=1)
+    max_storage_bytes: int = Field(default=1073741824, ge=1)
+    max_messages: int = Field(default=10000, ge=1)
+    inactivity_ttl_seconds: int = Field(default=86400, ge=1)
+    grace_seconds: int = Field(default=86400, ge=0)
+    max_wait_seconds: int = Field(default=55, ge=0)
+    sessions_per_ip_per_hour: int = Field(default=30, ge=0)
+    # How often the sweeper looks for sessions to warn about or purge.
+    sweep_seconds: float = Field(default=60.0, gt=0)
+    # Where peers reach the relay (TLS); port 0 picks a free one. Candidate addresses for the
+    # token come from the interfaces unless `advertise` names them (comma-separated host[:port]).
+    tls_addr: str = "0.0.0.0:7434"
+    advertise: str = ""
+    # Tests only: POST /_admin/clock and /_admin/sweep on the localhost listener move time.
+    test_clock: bool = False
+    actor_idle_seconds: float = Field(default=300.0, gt=0)
+
+    def limits(self) -> RelayLimits:
+        return RelayLimits(**{name: getattr(self, name) for name in RelayLimits.model_fields})

@@ -1,0 +1,195 @@
+"""The relay's HTTP surface: the eight endpoints of the iris contract, over RelayService.
+
+`build_relay_app(service, peer=False)` is the host's localhost listener (it alone creates
+sessions); `peer=True` is what the TLS listener serves to other machines.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from actors.errors import report
+from actors.relay.envelope import validate_post
+from actors.relay.errors import RelayError
+from actors.relay.service import Clock, RelayService
+
+log = logging.getLogger(__name__)
+
+
+def error_response(exc: RelayError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status,
+                        headers=headers)
+
+
+def _key(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip() or None
+    return None
+
+
+def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RelayError("invalid_request", f"{name} must be an integer") from None
+    if value < minimum:
+        raise RelayError("invalid_request", f"{name} must be at least {minimum}")
+    return value
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise RelayError("payload_too_large", f"the body is over {cap} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise RelayError("payload_too_large", f"the body is over {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _spool(request: Request, cap: int, folder: str) -> tuple[str, int]:
+    """Stream an upload to a temporary file under the data folder, refusing it past `cap`."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise RelayError("payload_too_large", f"files are at most {cap} bytes")
+    fd, path = tempfile.mkstemp(dir=folder, prefix="up-")
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > cap:
+                    raise RelayError("payload_too_large", f"files are at most {cap} bytes")
+                out.write(chunk)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path, size
+
+
+def build_relay_app(service: RelayService, peer: bool = False, admin: bool = False) -> Starlette:
+    limits = service.limits
+
+    async def authorized(request: Request) -> str:
+        uid = request.path_params["uid"]
+        await service.authorize(uid, _key(request))
+        return uid
+
+    async def create_session(request: Request) -> Response:
+        client = request.client.host if request.client else "unknown"
+        return JSONResponse(await service.create(client, str(request.base_url)), status_code=201)
+
+    async def post_message(request: Request) -> Response:
+        uid = await authorized(request)
+        message, metadata = validate_post(await _read_capped(request, limits.max_body_bytes))
+        envelope = await service.call(uid, "post", message, metadata, service.now())
+        return JSONResponse(envelope, status_code=201)
+
+    async def read_messages(request: Request) -> Response:
+        uid = await authorized(request)
+        since = _int_param(request, "since", 0, 0)
+        limit = min(_int_param(request, "limit", 200, 1), 1000)
+        return JSONResponse(await service.call(uid, "read", since, limit, service.now()))
+
+    async def wait(request: Request) -> Response:
+        uid = await authorized(request)
+        since = _int_param(request, "since", 0, 0)
+        raw = request.query_params.get("timeout")
+        try:
+            timeout = float(raw) if raw not in (None, "") else float(limits.max_wait_seconds)
+        except ValueError:
+            raise RelayError("invalid_request", "timeout must be a number of seconds") from None
+        if timeout < 0 or timeout != timeout:
+            raise RelayError("invalid_request", "timeout must be between 0 and "
+                             f"{limits.max_wait_seconds}")
+        timeout = min(timeout, float(limits.max_wait_seconds))
+        flt = request.query_params.get("filter")
+        if flt not in (None, "", "urgent"):
+            raise RelayError("invalid_request", "filter may only be urgent")
+        result = await service.call(uid, "wait", since, timeout, flt == "urgent", service.now())
+        return Response(status_code=204) if result is None else JSONResponse(result)
+
+    async def put_file(request: Request) -> Response:
+        uid = await authorized(request)
+        name = request.path_params["name"]
+        tmp, size = await _spool(request, limits.max_file_bytes, os.path.join(service.config.data_dir, "tmp"))
+        content_type = request.headers.get("content-type") or "application/octet-stream"
+        envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now())
+        return JSONResponse(envelope, status_code=201)
+
+    async def list_files(request: Request) -> Response:
+        uid = await authorized(request)
+        return JSONResponse(await service.call(uid, "files", service.now()))
+
+    async def get_file(request: Request) -> Response:
+        uid = await authorized(request)
+        found = await service.call(uid, "file", request.path_params["name"], service.now())
+        if not os.path.exists(found["path"]):
+            raise RelayError("not_found", "the file is gone")
+        # The stored type exactly as uploaded (no charset added), as the contract promises.
+        return FileResponse(found["path"], headers={"content-type": found["file"]["content_type"]})
+
+    async def terminate(request: Request) -> Response:
+        uid = await authorized(request)
+        return JSONResponse(await service.call(uid, "terminate", service.now()))
+
+    async def admin_clock(request: Request) -> Response:
+        body = await request.json()
+        if isinstance(service.clock, Clock):
+            service.clock.offset += float(body.get("advance", 0))
+        return JSONResponse({"now": service.now()})
+
+    async def admin_sweep(request: Request) -> Response:
+        return JSONResponse(await service.sweep())
+
+    routes = [
+        Route("/s/{uid}", post_message, methods=["POST"]),
+        Route("/s/{uid}", read_messages, methods=["GET"]),
+        Route("/s/{uid}/wait", wait, methods=["GET"]),
+        Route("/s/{uid}/files", list_files, methods=["GET"]),
+        Route("/s/{uid}/files/{name:path}", put_file, methods=["PUT"]),
+        Route("/s/{uid}/files/{name:path}", get_file, methods=["GET"]),
+        Route("/s/{uid}/terminate", terminate, methods=["POST"]),
+    ]
+    if not peer:
+        # Session creation is the host's alone: it is never routed on the peers' listener.
+        routes.insert(0, Route("/sessions", create_session, methods=["POST"]))
+        if admin:
+            routes += [Route("/_admin/clock", admin_clock, methods=["POST"]),
+                       Route("/_admin/sweep", admin_sweep, methods=["POST"])]
+
+    async def on_relay_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RelayError)
+        return error_response(exc)
+
+    async def on_http_error(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        # Unknown paths and methods alike: there is no such resource on this listener.
+        if exc.status_code in (404, 405):
+            return error_response(RelayError("not_found", "no such endpoint"))
+        return error_response(RelayError("invalid_request", str(exc.detail)))
+
+    async def on_fault(request: Request, exc: Exception) -> Response:
+        log.exception("relay request failed: %s", request.url.path)
+        report("relay.http", exc, path=request.url.path)
+        return error_response(RelayError("internal", "the relay failed; this is not your fault"))
+
+    return Starlette(routes=routes, exception_handlers={
+        RelayError: on_relay_error, HTTPException: on_http_error, Exception: on_fault})

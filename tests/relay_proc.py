@@ -1,0 +1,68 @@
+"""Start the real `iriis relay serve` / `iriis relay connect` processes, as a user would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from tests.server_proc import IRIIS, REPO, free_port
+
+
+class LineProcess:
+    """A child process whose stdout lines are collected; waits for N lines with a deadline."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.argv, self.env = argv, env
+        self.lines: list[str] = []
+        self.err: list[str] = []
+        self._got = threading.Condition()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> "LineProcess":
+        self.proc = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True).start()
+        return self
+
+    def _read(self, stream, sink: list[str]) -> None:  # type: ignore[no-untyped-def]
+        for line in stream:
+            with self._got:
+                sink.append(line.rstrip("\n"))
+                self._got.notify_all()
+        with self._got:
+            self._got.notify_all()
+
+    def wait_lines(self, count: int, timeout: float) -> list[str]:
+        with self._got:
+            self._got.wait_for(lambda: len(self.lines) >= count or (self.proc and self.proc.poll() is not None),
+                               timeout)
+        if len(self.lines) < count:
+            raise RuntimeError(f"{self.argv[1:3]} printed {self.lines}; stderr:\n" + "\n".join(self.err[-30:]))
+        return self.lines[:count]
+
+    def stop(self, timeout: float = 60) -> int | None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        return self.proc.returncode if self.proc else None
+
+
+def relay_serve(home: Path, data: Path, extra_env: dict[str, str], port: int | None = None) -> tuple[LineProcess, int]:
+    port = port or free_port()
+    env = {**os.environ, "IRIIS_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra_env}
+    env.pop("RAY_ADDRESS", None)
+    proc = LineProcess([str(IRIIS), "relay", "serve", "-addr", f"127.0.0.1:{port}", "-data", str(data)], env)
+    return proc.start(), port
+
+
+def relay_connect(token: str, env: dict[str, str], prefix: list[str] | None = None) -> LineProcess:
+    return LineProcess([*(prefix or []), str(IRIIS), "relay", "connect", token],
+                       {**os.environ, "PYTHONUNBUFFERED": "1", **env}).start()
