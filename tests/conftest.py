@@ -126,6 +126,8 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "OPENAI_API_KEY": "sk-scripted-provider-key\n",
         "IRIIS_CHAT_MODEL": "scripted-model",
         "IRIIS_LEARNING_MODEL": "scripted-learner",
+        "IRIIS_VISION_MODEL": "scripted-vision",
+        "IRIIS_CAMERA_OCR_EVERY": "1",
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
         "IRIIS_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),

@@ -66,6 +66,7 @@ def _words(t: str) -> list[str]:
 
 
 LEARNER = "scripted-learner"
+VISION = "scripted-vision"
 
 
 class ScriptedOpenAI:
@@ -79,7 +80,7 @@ class ScriptedOpenAI:
         # Models whose calls are the server's own background work (memory's learning calls):
         # they have their own queues and request log, so a chat test's script and its
         # `requests[-1]` are never disturbed by a reflection running beside it.
-        self.side_models: set[str] = {LEARNER}
+        self.side_models: set[str] = {LEARNER, VISION}
         self.side_requests: list[dict[str, Any]] = []
         # Answers side calls by what they ask (body -> Reply), for tests where several kinds
         # of background call may come in any order; None falls back to the side queues.

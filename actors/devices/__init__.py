@@ -1,0 +1,1 @@
+"""Personal devices: pairing, device tokens, the device WebSocket protocol, grants and events."""

@@ -12,7 +12,9 @@ from actors.memory.dedup import Insert, decide_insert
 from actors.memory.model import Kind, MindItem, Mood, Persona
 from actors.memory.prompt import render_memory_block
 from actors.memory.secrets import looks_secret
+from actors.memory.embed import Encoder
 from actors.memory.select import select
+from actors.memory.vectors import similarities_for
 from actors.store import schema
 from actors.store.store import Store
 
@@ -80,7 +82,7 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
 
 
 async def memory_block(store: Store, query: str, now: float | None = None,
-                       session_id: str | None = None) -> str:
+                       session_id: str | None = None, encoder: Encoder | None = None) -> str:
     """The memory part of the system prompt for this query; marks what it selected as used."""
     now = now or time.time()
     # One read for the items and one for both records: this runs before every model call.
@@ -91,7 +93,9 @@ async def memory_block(store: Store, query: str, now: float | None = None,
         )).all())
     if not items and not rows:
         return ""
-    selection = select(items, query, now)
+    # The paraphrase term, when a sentence encoder is available; None keeps it lexical.
+    similarities = await similarities_for(store, items, query, encoder) if encoder is not None else None
+    selection = select(items, query, now, similarities=similarities)
     block = render_memory_block(selection, Persona(**rows[PERSONA_KV]) if rows.get(PERSONA_KV) else None,
                                 Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
     if selection.ids:

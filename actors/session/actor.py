@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from actors.errors import NAMESPACE, report
 from actors.logmask import install_log_masking
+from actors.memory.embed_actor import remote_encoder
 from actors.memory.reflection import is_trivial
 from actors.memory.repository import memory_block
 from actors.session.attachments import expand_message
@@ -27,7 +28,9 @@ from actors.session.core import SessionCore, system_prompt
 from actors.session.events import TurnEvent
 from actors.session.files import render_attachments
 from actors.session.loop import MAX_BACKGROUND_STEPS, MAX_CHAT_STEPS
-from actors.session.pin import verify_pin
+from actors.devices.grants import device_of_server
+from actors.devices.people import OWNER_ID, check_pin
+from actors.devices.repository import conversation_person
 from actors.session.turnlog import TurnLog
 from actors.store.models import OutboxItem, new_id
 from actors.store.store import Store
@@ -35,9 +38,13 @@ from actors.store.store import Store
 log = logging.getLogger(__name__)
 
 CONFIRM_TIMEOUT = 600.0
+PIN_PROBLEMS = {
+    "pin_required": "This action needs your PIN.",
+    "pin_not_set": "No PIN is set; run `iriis pin set` (or `iriis pin set --user EMAIL`) on the server.",
+    "wrong_pin": "That PIN is not right.",
+}
 # Tool-using turns in one sitting that make a "work session" worth a playbook distillation.
 WORK_SESSION_TURNS = 2
-PIN_KV = "owner_pin_hash"
 
 
 class SessionConfig(BaseModel):
@@ -83,6 +90,7 @@ class SessionActor:
         self._started = time.time()
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
+        self._encoder_state: tuple[Any] | None = None
         # Tool-using turns since the last playbook distillation: a "work session".
         self._work: list[str] = []
 
@@ -255,13 +263,12 @@ class SessionActor:
             return _refusal("not_found", "No pending confirmation with that id (answered, expired or unknown).")
         self._last_activity = time.monotonic()
         if approve and pending.request["needs_pin"]:
-            if not pin:
-                return _refusal("pin_required", "This action needs your PIN.")
-            stored = await self.store.get_kv(PIN_KV)
-            if not stored:
-                return _refusal("pin_not_set", "No PIN is set; run `iriis pin set` on the server.")
-            if not verify_pin(pin, stored):
-                return _refusal("wrong_pin", "That PIN is not right.")
+            # The PIN is the conversation's own person's: a member approves with theirs, and
+            # nobody else's PIN (the owner's included) approves an action in their name.
+            person, _device = await conversation_person(self.store, self.core.session_id)
+            problem = await check_pin(self.store, person, pin)
+            if problem:
+                return _refusal(problem, PIN_PROBLEMS[problem])
         pending.future.set_result(approve)
         return {"id": confirmation_id, "status": "approved" if approve else "declined"}
 
@@ -301,7 +308,11 @@ class SessionActor:
 
     async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        memory = await memory_block(self.store, message, session_id=self.core.session_id)
+        person, _device = await conversation_person(self.store, self.core.session_id)
+        # Memory is the owner's: other people's conversations neither see nor feed it.
+        memory = (await memory_block(self.store, message, session_id=self.core.session_id,
+                                     encoder=await self._encoder())
+                  if person == OWNER_ID else "")
         messages = self.core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
         rendered = await render_attachments(self.store, message, turn)
         if rendered:
@@ -330,7 +341,7 @@ class SessionActor:
         tools = (result or {}).get("tools") or None
         saved = self.core.add("assistant", text, meta={"tools": tools} if tools else None)
         await turn.push(TurnEvent(type="done", data=self._done_data(saved.id, text)))
-        if result is not None:
+        if result is not None and person == OWNER_ID:
             turn.exchange = {"session_id": self.core.session_id, "user": message, "reply": text,
                              "tools": tools or []}
 
@@ -351,10 +362,23 @@ class SessionActor:
 
     # -- learning -------------------------------------------------------------------------
 
+    async def _encoder(self) -> Any:
+        """The shared sentence encoder (paraphrase-aware memory), or None to stay lexical."""
+        if self._encoder_state is None:
+            try:
+                self._encoder_state = (await remote_encoder(),)
+            except Exception as exc:  # noqa: BLE001 - memory must never cost a reply
+                log.warning("sentence encoder unavailable: %s", exc)
+                self._encoder_state = (None,)
+        return self._encoder_state[0]
+
     def _learn(self, turn: TurnLog) -> None:
         """After the reply is delivered: reflect on the exchange; a finished background task
         also distils playbook rules, and tool-using turns add to the work session."""
         exchange = turn.exchange or {}
+        if any(device_of_server(str(t.get("source") or "")) is not None for t in exchange.get("tools", [])):
+            # Device output stays in its person's conversation: it never becomes shared memory.
+            return
         # Checked here too so a chit-chat turn costs no call at all.
         if not is_trivial(exchange.get("user", ""), exchange.get("reply", ""), exchange.get("tools")):
             self._background(self.agent.reflect.remote(exchange), "reflection")

@@ -216,8 +216,9 @@ class _Turn:
             yield TurnEvent(type="tool", data={"name": call.name, "status": "start", "arguments": arguments})
             result, info = await self.run_call(call)
             status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
+            spec = self.toolbox.specs.get(call.name)
             self.trace.append({"name": call.name, "arguments": arguments, "status": status,
-                               "result": result.content[:500]})
+                               "result": result.content[:500], "source": spec.source if spec else None})
             yield TurnEvent(type="tool", data={"name": call.name, "status": status,
                                                "result": result.content[:500], "files": result.files})
             spec = self.toolbox.specs.get(call.name)

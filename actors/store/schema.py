@@ -93,3 +93,159 @@ mind = sa.Table(
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("last_used", sa.Float, nullable=True),
 )
+
+# One row per thing memory did (insert, reinforce, update, deactivate, mood, selection,
+# reflection, playbook, consolidation, persona); the owner's notebooks read it.
+memory_events = sa.Table(
+    "memory_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("event", sa.Text, nullable=False),
+    sa.Column("item_id", sa.Integer, nullable=True),
+    sa.Column("session_id", sa.Text, nullable=True),
+    sa.Column("data", sa.JSON, nullable=True),
+)
+
+# The agent-to-agent relay: one row per session (a tombstone once purged), its log, its files.
+relay_sessions = sa.Table(
+    "relay_sessions", metadata,
+    sa.Column("uid", sa.Text, primary_key=True),
+    sa.Column("key_hash", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("last_write", sa.Float, nullable=False),
+    sa.Column("terminated_at", sa.Float, nullable=True),
+    sa.Column("purged", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("last_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("message_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("storage_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("warned", sa.JSON, nullable=True),
+    sa.Column("expiring_warned_for", sa.Float, nullable=True),
+    sa.Column("limits", sa.JSON, nullable=False),
+)
+
+relay_messages = sa.Table(
+    "relay_messages", metadata,
+    sa.Column("uid", sa.Text, sa.ForeignKey("relay_sessions.uid", ondelete="CASCADE"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("urgent", sa.Boolean, nullable=False, server_default=sa.false()),
+    # The stamped envelope as sent, so clients get back exactly what was posted.
+    sa.Column("envelope", sa.Text, nullable=False),
+)
+
+relay_files = sa.Table(
+    "relay_files", metadata,
+    sa.Column("uid", sa.Text, sa.ForeignKey("relay_sessions.uid", ondelete="CASCADE"), primary_key=True),
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("content_type", sa.Text, nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("uploaded_at", sa.Text, nullable=False),
+    sa.Column("path", sa.Text, nullable=False),
+)
+
+# Sentence vectors of memory items (actors.memory.vectors). `model` names the weights that made
+# the vector and `text_hash` the text it was made from, so a new model or an edited item is
+# re-encoded rather than matched with a stale vector. float32 bytes, `dim` of them.
+mind_vectors = sa.Table(
+    "mind_vectors", metadata,
+    sa.Column("item_id", sa.Integer, sa.ForeignKey("mind.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("dim", sa.Integer, nullable=False),
+    sa.Column("text_hash", sa.Text, nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
+# People and their devices (actors/devices). The owner is person 1, made by migration 0007;
+# the owner's PIN stays in kv (`owner_pin_hash`) where the turn pipeline reads it.
+people = sa.Table(
+    "people", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("email", sa.Text, nullable=True, unique=True),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("password_hash", sa.Text, nullable=True),
+    sa.Column("pin_hash", sa.Text, nullable=True),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+# Web sign-in sessions; only the token's SHA-256 is kept.
+person_sessions = sa.Table(
+    "person_sessions", metadata,
+    sa.Column("token_hash", sa.Text, primary_key=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("expires", sa.Float, nullable=False),
+)
+
+pairing_codes = sa.Table(
+    "pairing_codes", metadata,
+    sa.Column("code_hash", sa.Text, primary_key=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("label", sa.Text, nullable=False),
+    sa.Column("skills", sa.JSON, nullable=False),
+    sa.Column("uses_left", sa.Integer, nullable=False),
+    sa.Column("expires", sa.Float, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+devices = sa.Table(
+    "devices", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("label", sa.Text, nullable=False),
+    sa.Column("token_hash", sa.Text, nullable=False, unique=True),
+    # Skills switched on (the grant) and the skills the device last reported in a hello.
+    sa.Column("skills", sa.JSON, nullable=False),
+    sa.Column("reported", sa.JSON, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("last_seen", sa.Float, nullable=True),
+    sa.Column("revoked", sa.Float, nullable=True),
+)
+
+# Wrong pairing codes by address, for the 5-in-15-minutes rule (shared by every replica).
+pair_failures = sa.Table(
+    "pair_failures", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("address", sa.Text, nullable=False, index=True),
+    sa.Column("ts", sa.Float, nullable=False),
+)
+
+device_events = sa.Table(
+    "device_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("device_id", sa.Integer, nullable=True),
+    sa.Column("event", sa.Text, nullable=False),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("data", sa.JSON, nullable=True),
+    sa.Column("ts", sa.Float, nullable=False),
+)
+
+# Whose conversation it is when not the owner's, and the device that asked last (`here`).
+conversation_people = sa.Table(
+    "conversation_people", metadata,
+    sa.Column("conversation_id", sa.Text, primary_key=True),
+    sa.Column("person_id", sa.Integer, sa.ForeignKey("people.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("device_id", sa.Integer, nullable=True),
+)
+
+# Operator actions worth a record: people added, long-lived codes made, devices revoked.
+change_log = sa.Table(
+    "change_log", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("actor", sa.Text, nullable=False),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("detail", sa.JSON, nullable=True),
+)
+
+# Camera procedures (actors/camera/procedures.py): the validated ProcedureCreate as JSON.
+procedures = sa.Table(
+    "procedures", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("body", sa.JSON, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)

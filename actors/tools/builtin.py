@@ -86,6 +86,23 @@ def _notify_owner(store: Store | None):
     return notify_owner
 
 
+async def _look_at_camera(args: dict[str, Any]) -> str:
+    """Ask the live camera assistant about its current frame (the newest open stream)."""
+    question = str(args.get("question") or "").strip()[:500]
+    if not question:
+        raise ToolError("the question is empty")
+    from actors.camera.actor import find_camera, live_cameras
+
+    streams = await asyncio.to_thread(live_cameras)
+    camera = await asyncio.to_thread(find_camera, streams[-1]) if streams else None
+    if camera is None:
+        raise ToolError("no camera stream is open; ask the owner to open the camera page first")
+    answer = await camera.ask.remote(question, "agent")
+    reading = answer.get("reading")
+    shown = f" Reading: {reading['value']:g} {reading['unit']}." if reading else ""
+    return f"[{answer.get('status')}] {answer.get('say')}{shown}"
+
+
 def _run_shell(workspace: Path | None):
     async def run_shell(args: dict[str, Any]) -> str:
         command = str(args.get("command") or "").strip()
@@ -139,6 +156,12 @@ def builtin_toolbox(store: Store | None = None, workspace: Path | None = None,
                                                                "body": {"type": "string"}},
                               "required": ["body"]}),
          _notify_owner(store)),
+        (ToolSpec(name="look_at_camera", tier=0,
+                  description=("Look at the owner's live camera (the frame showing now) and answer a question "
+                               "about it. Only works while the camera page is open."),
+                  parameters={"type": "object", "properties": {"question": {"type": "string"}},
+                              "required": ["question"]}),
+         _look_at_camera),
         (ToolSpec(name="run_shell", tier=2, purpose_required=True,
                   description=("Run a shell command on the Iriis server (in its workspace folder). "
                                "Always give `purpose`: one plain sentence saying what it does, for the owner."),

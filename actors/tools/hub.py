@@ -12,6 +12,7 @@ from typing import Any
 
 import ray
 
+from actors.devices import provider as device_provider
 from actors.errors import NAMESPACE
 from actors.logmask import install_log_masking
 from actors.tools.catalogue import Catalogue
@@ -28,6 +29,7 @@ class ToolHub:
         install_log_masking()
         self.catalogue = Catalogue(McpConfig.model_validate(mcp), environ, reserved=set(reserved))
         self._start: asyncio.Task[None] | None = None
+        self.devices: dict[int, device_provider.DeviceProvider] = {}
 
     async def ready(self) -> list[dict[str, Any]]:
         """Start every server once (each one's first attempt); returns their status."""
@@ -39,19 +41,47 @@ class ToolHub:
     def status(self) -> list[dict[str, Any]]:
         return [s.model_dump() for s in self.catalogue.status()]
 
-    async def listing(self) -> tuple[dict[str, ToolSpec], dict[str, list[str]]]:
-        """The tools on offer now and each server's routing keywords, in one round trip."""
+    async def listing(self, person: int | None = None) -> tuple[dict[str, ToolSpec], dict[str, list[str]]]:
+        """The tools on offer now and each server's routing keywords, in one round trip. Device
+        tools are personal: only `person`'s own devices are listed (none without a person)."""
         if self._start is None:
             await self.ready()
-        return self.catalogue.specs(), self.catalogue.keywords()
+        return device_provider.person_view(self.catalogue.specs(), self.catalogue.keywords(), self.devices, person)
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
-        """Run a tool; failures come back as data ({"error"}), which crosses Ray predictably."""
+    async def call(self, name: str, arguments: dict[str, Any], timeout: float = 120.0,
+                   scope: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run a tool; failures come back as data ({"error"}), which crosses Ray predictably.
+        `scope` ({"person", "device"}) says whose turn it is, for device tools."""
+        if name == device_provider.DEVICES_TOOL:
+            return {"text": device_provider.person_note(self.devices, (scope or {}).get("person"))}
+        # A module attribute, not an imported name: Ray pickles this class, and a ContextVar
+        # cannot be pickled.
+        token = device_provider.CALL_SCOPE.set(scope)
         try:
             out = await self.catalogue.call(name, arguments, timeout=timeout)
         except ToolError as exc:
             return {"error": str(exc)}
+        finally:
+            device_provider.CALL_SCOPE.reset(token)
         return {"text": out.text, "files": out.files}
+
+    # -- personal devices (actors/devices) ------------------------------------------------------
+
+    def device_online(self, info: dict[str, Any], servers: dict[str, list[dict[str, Any]]], handle: Any) -> None:
+        """A connected device's tools (the skills switched on) join the catalogue, replacing
+        what it offered before."""
+        old = self.devices.pop(info["id"], None)
+        if old is not None:
+            self.catalogue.remove_provider(old)
+        provider = device_provider.DeviceProvider(info, {k: [ToolSpec.model_validate(s) for s in v] for k, v in servers.items()},
+                                  handle)
+        self.devices[info["id"]] = provider
+        self.catalogue.add_provider(provider)
+
+    def device_offline(self, device_id: int) -> None:
+        provider = self.devices.pop(device_id, None)
+        if provider is not None:
+            self.catalogue.remove_provider(provider)
 
     async def close(self) -> None:
         await self.catalogue.close()

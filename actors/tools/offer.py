@@ -35,16 +35,17 @@ class TurnTools:
         self.builtin = builtin
         self.call = call
 
-    def _hub_handler(self, name: str):
+    def _hub_handler(self, name: str, scope: dict[str, Any] | None = None):
         async def run(arguments: dict[str, Any]) -> ToolOutput:
-            result = await self.call(name, arguments)
+            # The scope (whose turn, asked from which device) matters only to device tools.
+            result = await (self.call(name, arguments, scope) if scope else self.call(name, arguments))
             if "error" in result:
                 raise ToolError(result["error"])
             return ToolOutput(text=result["text"], files=result.get("files") or [])
         return run
 
     def build(self, messages: list[dict[str, Any]], specs: dict[str, ToolSpec],
-              keywords: dict[str, list[str]]) -> ToolBox:
+              keywords: dict[str, list[str]], scope: dict[str, Any] | None = None) -> ToolBox:
         box = ToolBox()
         for name, spec in self.builtin.specs.items():
             box.add(spec, self.builtin.handlers[name])
@@ -56,12 +57,14 @@ class TurnTools:
         offered_servers = set(result.servers)
         for name in result.tools:
             if name == MORE_TOOLS_NAME:
-                box.add(more_tools_spec([s.name for s in servers]), self._more_tools(box, servers, offered_servers))
+                box.add(more_tools_spec([s.name for s in servers]),
+                        self._more_tools(box, servers, offered_servers, scope))
             elif name in specs:
-                box.add(specs[name], self._hub_handler(name))
+                box.add(specs[name], self._hub_handler(name, scope))
         return box
 
-    def _more_tools(self, box: ToolBox, servers: list[ServerEntry], offered: set[str]):
+    def _more_tools(self, box: ToolBox, servers: list[ServerEntry], offered: set[str],
+                    scope: dict[str, Any] | None = None):
         async def run(arguments: dict[str, Any]) -> str:
             need = str(arguments.get("need") or "").strip()
             if not need:
@@ -71,7 +74,7 @@ class TurnTools:
                 return "No other tool server matches that need."
             server = next(s for s in servers if s.name == name)
             for spec in server.tools:
-                box.add(spec, self._hub_handler(spec.name))
+                box.add(spec, self._hub_handler(spec.name, scope))
             offered.add(name)
             return f"Added the {name} tools: {', '.join(t.name for t in server.tools)}. Call them directly now."
         return run

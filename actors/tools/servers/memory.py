@@ -19,7 +19,9 @@ from pydantic import BaseModel, Field
 from actors.memory import repository
 from actors.memory.apply import record_event
 from actors.memory.model import Kind
-from actors.memory.scoring import score
+from actors.memory.hybrid import is_related, standardise
+from actors.memory.select import scored
+from actors.memory.vectors import similarities_for
 from actors.memory.text import word_set
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
@@ -77,11 +79,15 @@ async def recall(
     """What memory holds about a topic, best first."""
     now = time.time()
     words = word_set(query)
-    items = await repository.list_items(_store(ctx), kind=kind, active=True, limit=5000)
-    # Only items sharing a word with the query: recall answers a question, and a strong but
-    # unrelated fact is not an answer to it.
-    matching = [i for i in items if words & word_set(i.text)]
-    ranked = sorted(((score(i, words, now), i) for i in matching), key=lambda p: (-p[0], p[1].id))[:limit]
+    store = _store(ctx)
+    items = await repository.list_items(store, kind=kind, active=True, limit=5000)
+    # Paraphrase-aware when the sentence encoder is installed; word overlap alone otherwise.
+    similarities = await similarities_for(store, items, query)
+    strengths = standardise(similarities) if similarities else None
+    # Only related items: recall answers a question, and a strong but unrelated fact is not
+    # an answer to it.
+    matching = [i for i in items if is_related(bool(words & word_set(i.text)), (strengths or {}).get(i.id))]
+    ranked = sorted(scored(matching, words, now, strengths), key=lambda p: (-p[0], p[1].id))[:limit]
     return [Recalled(id=i.id, kind=i.kind, text=i.text, importance=i.importance, score=round(s, 4))
             for s, i in ranked]
 

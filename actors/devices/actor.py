@@ -1,0 +1,274 @@
+"""DeviceActor "device:{id}": one per connected device, alive while it is connected.
+
+The WebSocket ends at a gateway replica, which relays frames: the device's frames come in as
+method calls (`result`, `event`, `hello`), and what the device must receive (calls, events from
+the person's other devices, a close) waits in this connection's queue for the replica's
+`take` long-poll. A second connection replaces the first, whose queue gets a 4000 close and
+whose calls fail. The tools whose skill is on join the tool catalogue (the ToolHub) while the
+device is connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from actors.devices import repository as repo
+from actors.devices.bus import event_bus
+from actors.devices.calls import BUSY, CallTable
+from actors.devices.grants import offered_servers
+from actors.devices.protocol import (CLOSE_REPLACED, EventRate, Hello, ProtocolError, error_frame,
+                                     sanitize_event, welcome)
+from actors.devices.settings import DeviceLimits
+from actors.errors import NAMESPACE, report
+from actors.logmask import install_log_masking
+from actors.store.store import Store
+
+log = logging.getLogger(__name__)
+ASSISTANT = "Iriis"
+QUEUE_FRAMES = 64
+# A device that reconnects at once keeps its actor; one that does not lets it go.
+EXIT_GRACE = 5.0
+
+
+class _Conn:
+    def __init__(self, conn_id: str) -> None:
+        self.id = conn_id
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_FRAMES)
+        self.closed = asyncio.Event()
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+class DeviceActor:
+    def __init__(self, device_id: int, database_url: str, limits: dict[str, Any]) -> None:
+        install_log_masking()
+        self.device_id = device_id
+        self.store = Store.open(database_url)
+        self.limits = DeviceLimits(**limits)
+        self.conn: _Conn | None = None
+        self.conns: dict[str, _Conn] = {}
+        self.calls = CallTable(self.limits.calls_in_flight)
+        self.rate = EventRate(self.limits.event_seconds)
+        self.hello: Hello | None = None
+        self.device: repo.Device | None = None
+        self._exit: asyncio.Task[None] | None = None
+
+    # -- the connection -----------------------------------------------------------------------
+
+    async def connect(self, conn_id: str, hello: dict[str, Any], device: dict[str, Any]) -> dict[str, Any]:
+        """Take over as the device's connection; returns the welcome frame."""
+        if self._exit:
+            self._exit.cancel()
+            self._exit = None
+        if self.conn is not None:
+            self._end(self.conn, CLOSE_REPLACED, "replaced by a newer connection of this device")
+        self.conn = _Conn(conn_id)
+        self.conns[conn_id] = self.conn
+        self.device = repo.Device(**device)
+        return await self._apply_hello(Hello.model_validate(hello))
+
+    async def rehello(self, conn_id: str, hello: dict[str, Any]) -> dict[str, Any] | None:
+        if self.conn is None or self.conn.id != conn_id:
+            return None
+        return await self._apply_hello(Hello.model_validate(hello))
+
+    async def _apply_hello(self, hello: Hello) -> dict[str, Any]:
+        assert self.device is not None
+        self.hello = hello
+        await repo.seen(self.store, self.device_id, hello.skills())
+        fresh = await repo.get_device(self.store, self.device_id)
+        if fresh is not None:
+            self.device = fresh
+        await self._publish()
+        me = ray.get_runtime_context().current_actor
+        await event_bus().online.remote(self.device.person_id, self.device_id, me)
+        on = [s for s in hello.skills() if s in self.device.skills]
+        return welcome(self.device_id, hello.label or self.device.label, on, ASSISTANT, self.limits)
+
+    async def take(self, conn_id: str, timeout: float) -> list[dict[str, Any]]:
+        """Frames for the device, waiting up to `timeout` for the first. A `{"close": code}`
+        item tells the replica to close the socket with that code."""
+        conn = self.conns.get(conn_id)
+        if conn is None:
+            return [{"close": CLOSE_REPLACED, "reason": "this connection was replaced"}]
+        frames: list[dict[str, Any]] = []
+        try:
+            frames.append(await asyncio.wait_for(conn.queue.get(), timeout))
+        except asyncio.TimeoutError:
+            return []
+        while not conn.queue.empty():
+            frames.append(conn.queue.get_nowait())
+        if any("close" in f for f in frames):
+            self.conns.pop(conn_id, None)
+            conn.closed.set()
+        return frames
+
+    async def disconnect(self, conn_id: str) -> None:
+        """The replica's socket ended (any reason)."""
+        conn = self.conns.pop(conn_id, None)
+        if conn is not None:
+            conn.closed.set()
+        if self.conn is not None and self.conn.id == conn_id:
+            self.conn = None
+            self.calls.fail_all("the device disconnected")
+            await self._offline()
+            self._exit = asyncio.get_running_loop().create_task(self._exit_later(), context=contextvars.Context())
+
+    async def close(self, code: int, reason: str) -> None:
+        """Close the live connection (revoked: 4403, server stopping: 1001) and wait briefly for
+        the replica to pick the close up."""
+        conn = self.conn
+        if conn is None:
+            return
+        self._end(conn, code, reason)
+        self.conn = None
+        await self._offline()
+        try:
+            await asyncio.wait_for(conn.closed.wait(), 5)
+        except asyncio.TimeoutError:
+            log.warning("device %s: the close (%s) was not picked up", self.device_id, code)
+        self._exit = asyncio.get_running_loop().create_task(self._exit_later(), context=contextvars.Context())
+
+    def _end(self, conn: _Conn, code: int, reason: str) -> None:
+        self.calls.fail_all(reason)
+        self._put(conn, {"close": code, "reason": reason})
+
+    def _put(self, conn: _Conn, frame: dict[str, Any]) -> bool:
+        try:
+            conn.queue.put_nowait(frame)
+            return True
+        except asyncio.QueueFull:
+            return False
+
+    async def _exit_later(self) -> None:
+        await asyncio.sleep(EXIT_GRACE)
+        if self.conn is None:
+            await self.store.close()
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+    # -- frames from the device ---------------------------------------------------------------
+
+    def result(self, conn_id: str, frame: dict[str, Any]) -> dict[str, Any] | None:
+        if not self.calls.resolve(frame.get("id"), frame):
+            return error_frame("no call is waiting with that id (it may have timed out)")
+        return None
+
+    async def event(self, conn_id: str, frame: dict[str, Any]) -> dict[str, Any] | None:
+        loop = asyncio.get_running_loop()
+        try:
+            event = sanitize_event(frame, self.limits)
+        except ProtocolError as exc:
+            return error_frame(str(exc))
+        if not self.rate.allow(loop.time()):
+            wait = self.rate.retry_after(loop.time())
+            return error_frame(f"one event per {self.limits.event_seconds:g} s per device; "
+                               f"send it again in {wait:.0f} s")
+        assert self.device is not None
+        stored = await repo.add_event(self.store, self.device.person_id, self.device_id, event.model_dump(),
+                                      self.limits)
+        await event_bus().publish.remote(self.device.person_id, stored)
+        return None
+
+    def push(self, frame: dict[str, Any]) -> bool:
+        """An event from another of the person's devices."""
+        return self.conn is not None and self._put(self.conn, frame)
+
+    # -- calls from the agent -------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], here: bool) -> dict[str, Any]:
+        conn = self.conn
+        if conn is None or self.hello is None:
+            return {"ok": False, "error": "the device is not connected"}
+        if not any(t.name == tool for t in self.hello.tools):
+            return {"ok": False, "error": f"the device offers no tool named {tool!r}"}
+        opened = self.calls.open()
+        if opened is None:
+            return {"ok": False, "error": BUSY.format(n=self.limits.calls_in_flight)}
+        call_id, future = opened
+        if not self._put(conn, {"type": "call", "id": call_id, "tool": tool, "args": arguments, "here": here}):
+            self.calls.drop(call_id)
+            return {"ok": False, "error": BUSY.format(n=self.limits.calls_in_flight)}
+        return await self.calls.wait(call_id, future, self.limits.call_seconds)
+
+    def state(self) -> dict[str, Any]:
+        return {"online": self.conn is not None, "in_flight": len(self.calls),
+                "tools": [t.name for t in self.hello.tools] if self.hello else [],
+                "skills": self.hello.skills() if self.hello else []}
+
+    async def regrant(self) -> None:
+        """The grant changed: offer the tools of the skills on now."""
+        fresh = await repo.get_device(self.store, self.device_id)
+        if fresh is not None:
+            self.device = fresh
+        if self.conn is not None:
+            await self._publish()
+
+    # -- the catalogue --------------------------------------------------------------------------
+
+    async def _publish(self) -> None:
+        hub = await _hub()
+        if hub is None or self.hello is None or self.device is None:
+            return
+        servers = offered_servers(self.device_id, self.hello, self.device.skills)
+        info = {"id": self.device_id, "person": self.device.person_id, "label": self.hello.label or self.device.label,
+                "kind": self.device.kind, "on": sorted(set(self.hello.skills()) & set(self.device.skills)),
+                "off": sorted(set(self.hello.skills()) - set(self.device.skills))}
+        me = ray.get_runtime_context().current_actor
+        try:
+            await hub.device_online.remote(info, {k: [s.model_dump() for s in v] for k, v in servers.items()}, me)
+        except RayActorError as exc:
+            report("device.publish", exc, request={"device": self.device_id})
+
+    async def _offline(self) -> None:
+        if self.device is not None:
+            try:
+                await event_bus().offline.remote(self.device.person_id, self.device_id)
+            except RayActorError:
+                pass
+        hub = await _hub()
+        if hub is not None:
+            try:
+                await hub.device_offline.remote(self.device_id)
+            except RayActorError:
+                pass
+
+
+async def _hub() -> Any:
+    from actors.tools.hub import HUB_NAME
+
+    def lookup() -> Any:
+        try:
+            return ray.get_actor(HUB_NAME, namespace=NAMESPACE)
+        except ValueError:
+            return None
+    return await asyncio.to_thread(lookup)
+
+
+def device_actor(device_id: int, database_url: str, limits: DeviceLimits) -> Any:
+    return DeviceActor.options(name=f"device:{device_id}", namespace=NAMESPACE, get_if_exists=True,
+                               lifetime="detached").remote(device_id, database_url, limits.model_dump())
+
+
+def live_device(device_id: int) -> Any | None:
+    """The actor of a connected device, or None (a blocking GCS call: use a thread)."""
+    try:
+        return ray.get_actor(f"device:{device_id}", namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def live_devices() -> dict[int, Any]:
+    found: dict[int, Any] = {}
+    for info in ray.util.list_named_actors(all_namespaces=True):
+        name = info.get("name", "")
+        if info.get("namespace") == NAMESPACE and name.startswith("device:"):
+            try:
+                found[int(name.split(":", 1)[1])] = ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:
+                continue
+    return found

@@ -1,0 +1,57 @@
+"""Device events for their person: the list (seven days, 200 at most) and the live stream."""
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from actors.devices import repository as repo
+from actors.devices.bus import event_bus
+from serve_apps.people_auth import signed_in
+
+router = APIRouter()
+KEEPALIVE_SECONDS = 15.0
+
+
+def _public(event: dict[str, Any]) -> dict[str, Any]:
+    return {k: event.get(k) for k in ("id", "device_id", "event", "title", "text", "data", "ts")}
+
+
+@router.get("/v1/me/events")
+async def list_events(request: Request, after: int = 0, limit: int = 200) -> dict[str, Any]:
+    gw, who = await signed_in(request)
+    data = [_public(e) for e in await repo.list_events(gw.store, who.person_id, after, max(1, min(limit, 200)))]
+    return {"data": data, "count": len(data)}
+
+
+@router.get("/v1/me/events/stream")
+async def stream_events(request: Request) -> StreamingResponse:
+    """Server-sent `device_event` events for the signed-in person only. Last-Event-ID (or
+    ?after=) replays what was kept since; otherwise it starts from now."""
+    gw, who = await signed_in(request)
+    resume = request.headers.get("last-event-id") or request.query_params.get("after")
+    if resume and resume.isdigit():
+        after = int(resume)
+        backlog = await repo.list_events(gw.store, who.person_id, after)
+    else:
+        latest = await repo.list_events(gw.store, who.person_id, 0, 1)
+        after, backlog = (latest[-1]["id"] if latest else 0), []
+    bus = event_bus()
+
+    async def stream():
+        nonlocal after
+        yield ": connected\n\n"
+        for event in backlog:
+            after = max(after, event["id"])
+            yield f"id: {event['id']}\nevent: device_event\ndata: {json.dumps(_public(event))}\n\n"
+        while True:
+            events = await bus.take.remote(who.person_id, after, KEEPALIVE_SECONDS)
+            if not events:
+                yield ": keepalive\n\n"
+            for event in events:
+                after = max(after, event["id"])
+                yield f"id: {event['id']}\nevent: device_event\ndata: {json.dumps(_public(event))}\n\n"
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
