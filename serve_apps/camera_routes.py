@@ -11,7 +11,10 @@ frame limit.
 """
 
 import asyncio
+import base64
+import binascii
 import logging
+import os
 from typing import Annotated, Any, Literal
 
 import ray
@@ -22,6 +25,8 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from actors.camera import procedures
 from actors.camera.actor import camera_actor, find_camera
 from actors.errors import report
+from actors.providers.types import ProviderError
+from actors.tools.inspect import configured_provider, transcribe
 from actors.store.models import new_id
 from serve_apps.api import ApiError, gateway_of
 from serve_apps.auth import key_matches, presented_key
@@ -38,6 +43,7 @@ CLOSE_NO_STREAM = 4404
 CLOSE_IDLE = 4408
 CLOSE_TOO_BIG = 1009
 HARD_LIMIT_FACTOR = 4
+MAX_AUDIO_B64 = 4_000_000  # about 3 MB of audio: a spoken question, not a recording
 
 
 class Ask(BaseModel):
@@ -86,7 +92,10 @@ class Ping(BaseModel):
 
 
 class Audio(BaseModel):
+    """A spoken question: base64 audio (webm, ogg, wav, mp3, m4a...), transcribed server-side."""
     type: Literal["audio"]
+    data: str = Field(min_length=1, max_length=MAX_AUDIO_B64)
+    mime: str = Field(default="audio/webm", max_length=60)
 
 
 ClientMessage = TypeAdapter(Annotated[Ask | Goal | UseProcedure | Coach | Review | Confirm | Signal | Ping | Audio,
@@ -232,9 +241,31 @@ class Stream:
         elif isinstance(message, Ping):
             await self.send({"type": "pong"})
         elif isinstance(message, Audio):
-            await self.send({"type": "error", "code": "speech_not_configured",
-                             "message": "Speech to text is not configured on this server; type the question instead."})
+            self.spawn(self.hear(message))
         return True
+
+    async def hear(self, message: Audio) -> None:
+        """Transcribe a spoken question with the speech provider, then ask it."""
+        provider = configured_provider("speech", os.environ)
+        if provider is None:
+            await self.send({"type": "error", "code": "speech_not_configured",
+                             "message": 'Speech to text is not configured (a provider with kind "speech" in '
+                                        "IRIIS_PROVIDERS); type the question instead."})
+            return
+        try:
+            audio = base64.b64decode(message.data, validate=True)
+        except binascii.Error:
+            await self.send({"type": "error", "code": "bad_audio", "message": "The audio is not valid base64."})
+            return
+        extension = message.mime.split("/")[-1].split(";")[0] or "webm"
+        try:
+            text = await transcribe(provider, audio, f"question.{extension}", message.mime, 30.0)
+        except ProviderError as exc:
+            await self.send({"type": "error", "code": "speech_failed", "message": f"{exc.plain()} Type the question instead."})
+            return
+        await self.send({"type": "transcript", "text": text})
+        if text.strip():
+            await self.camera.ask.remote(text[:2000])
 
 
 async def _receive(ws: WebSocket, idle: float) -> dict[str, Any] | None:
@@ -306,7 +337,12 @@ async def _serve(ws: WebSocket, stream: Stream, idle: float) -> None:
                 await ws.close(CLOSE_NO_ACK, "send the next frame only after its frame_ack")
                 return
         elif text is not None:
-            if len(text) > 64_000 or not await stream.on_text(text):
+            # Text is bounded like frames (a spoken question is base64 audio); each message's
+            # fields carry their own limits.
+            if len(text) > hard_limit:
+                await ws.close(CLOSE_TOO_BIG, f"message over {hard_limit} bytes")
+                return
+            if not await stream.on_text(text):
                 await ws.close(CLOSE_PROTOCOL, "that message breaks the camera protocol")
                 return
 

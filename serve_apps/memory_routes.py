@@ -85,6 +85,8 @@ async def consolidate(request: Request) -> Response:
     """The nightly consolidation, run now. With Accept: text/event-stream the steps stream as
     `progress` events before the `report`; otherwise the report comes back as JSON."""
     gw = owner(request)
+    # The activity histogram counts stored messages: write what live sessions still buffer.
+    await gw.flush_live_sessions()
     events = gw.agent.options(stream=True).consolidate.remote()
     if "text/event-stream" in request.headers.get("accept", ""):
         async def stream():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -128,6 +130,8 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_LEARNING_MODEL": "scripted-learner",
         "IRIIS_VISION_MODEL": "scripted-vision",
         "IRIIS_CAMERA_OCR_EVERY": "1",
+        "IRIIS_PROVIDERS": json.dumps([{"name": "stt", "base_url": scripted.base_url, "models": ["scripted-stt"],
+                                        "kinds": ["speech"]}]),
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
         "IRIIS_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),

@@ -82,9 +82,13 @@ class ScriptedOpenAI:
         # `requests[-1]` are never disturbed by a reflection running beside it.
         self.side_models: set[str] = {LEARNER, VISION}
         self.side_requests: list[dict[str, Any]] = []
+        self.transcript = ""  # what /audio/transcriptions answers
+        self.transcriptions: list[dict[str, Any]] = []
         # Answers side calls by what they ask (body -> Reply), for tests where several kinds
         # of background call may come in any order; None falls back to the side queues.
         self.side_responder: Callable[[dict[str, Any]], Reply | None] | None = None
+        # The same for the chat models: consulted before the queues.
+        self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
         self.port = _free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -106,12 +110,19 @@ class ScriptedOpenAI:
         self.requests.clear()
         self.side_requests.clear()
         self.side_responder = None
+        self.responder = None
+        self.transcript = ""
+        self.transcriptions.clear()
         self.default_reply = None
         self.models = ["scripted-model"]
 
     def _next(self, model: str, body: dict[str, Any] | None = None) -> Reply:
         if model in self.side_models and self.side_responder is not None:
             answer = self.side_responder(body or {})
+            if answer is not None:
+                return answer
+        if model not in self.side_models and self.responder is not None:
+            answer = self.responder(body or {})
             if answer is not None:
                 return answer
         if model in self.model_status:
@@ -126,6 +137,13 @@ class ScriptedOpenAI:
         return self.default_reply or text("OK.")
 
     # -- HTTP -----------------------------------------------------------------------------
+
+    async def _transcribe(self, request: Request) -> Response:
+        form = await request.form()
+        upload = form["file"]
+        self.transcriptions.append({"model": form.get("model"), "filename": upload.filename,
+                                    "size": len(await upload.read())})
+        return JSONResponse({"text": self.transcript})
 
     async def _models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
@@ -173,6 +191,7 @@ class ScriptedOpenAI:
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/audio/transcriptions", self._transcribe, methods=["POST"]),
         ])
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)

@@ -47,6 +47,7 @@ class Cam:
     """A camera client: sends frames only after their ack, collects every event."""
 
     def __init__(self, url: str, query: str = "") -> None:
+        self.url = url
         self.ws: ClientConnection = connect(f"{url.replace('http', 'ws')}/v1/camera/ws?token={OWNER_KEY}{query}",
                                             max_size=None, open_timeout=30)
         self.events: list[dict[str, Any]] = []
@@ -98,7 +99,18 @@ class Cam:
             return exc.rcvd.code
 
     def close(self) -> None:
+        """Close, then wait until the agent's hand-off turns are over, so none of them takes a
+        scripted reply meant for the next test."""
         self.ws.close()
+        session = self.hello.get("session_id")
+        if not session:
+            return
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = httpx.get(f"{self.url}/v1/sessions/{session}/state", headers=AUTH, timeout=30).json()
+            if not state.get("running") and not state.get("queued"):
+                return
+            time.sleep(0.2)
 
 
 def padded(data: bytes, size: int) -> bytes:
@@ -116,6 +128,13 @@ def padded(data: bytes, size: int) -> bytes:
     out = b"\xff\xd8" + bytes(segments) + bytes(body)
     assert len(out) == size
     return out
+
+
+@pytest.fixture(autouse=True)
+def quiet_agent(model) -> None:
+    """Hand-offs to the agent get NOTHING unless a test says otherwise (and never take a
+    reply a test queued for something else)."""
+    model.responder = handoff_for("\0", so.text("NOTHING"))
 
 
 @pytest.fixture
@@ -197,7 +216,6 @@ def test_questions_get_checked_answers_and_steps_advance_after_two_verdicts(serv
 
     model.enqueue(vlm("The gauge reads about 40 kPa.", reading={"value": 40, "unit": "kPa", "confidence": "90%"},
                       step_complete=True), model=VISION)
-    model.enqueue(so.text("NOTHING"))  # the agent has nothing to add
     cam.send(type="ask", text="What does the gauge say?")
     assert cam.next("thinking")["question"] == "What does the gauge say?"
     answer = cam.next("answer")
@@ -215,7 +233,6 @@ def test_questions_get_checked_answers_and_steps_advance_after_two_verdicts(serv
     # and the step does not advance on it.
     model.enqueue(vlm("It reads 85 kPa, too high!", "danger", {"value": 85, "unit": "kPa", "confidence": 0.8}, True),
                   model=VISION)
-    model.enqueue(so.text("NOTHING"))
     cam.send(type="ask", text="And now?")
     disputed = cam.next("answer", question="And now?")
     assert disputed["status"] == "unsure" and disputed["crosscheck"] == "disagree"
@@ -225,7 +242,6 @@ def test_questions_get_checked_answers_and_steps_advance_after_two_verdicts(serv
     for question in ("Is the step done?", "Done now?"):
         model.enqueue(vlm("Valve open, 40 kPa.", reading={"value": 41, "unit": "kPa", "confidence": 0.9},
                           step_complete=True), model=VISION)
-        model.enqueue(so.text("NOTHING"))
         cam.send(type="ask", text=question)
         cam.next("answer", question=question)
         if question == "Is the step done?":
@@ -236,21 +252,33 @@ def test_questions_get_checked_answers_and_steps_advance_after_two_verdicts(serv
     cam.close()
 
 
+def handoff_for(question: str, reply: so.Reply):
+    """A chat responder answering only the hand-off of `question`: a late hand-off from an
+    earlier test's stream cannot take this test's reply."""
+    def respond(body: dict[str, Any]) -> so.Reply | None:
+        last = body["messages"][-1]
+        if last["role"] == "user" and f"camera assistant: {question}" in str(last["content"]):
+            return reply
+        return so.text("NOTHING") if "[camera] The owner asked" in str(last["content"]) else None
+    return respond
+
+
 def test_the_agent_follows_up_and_its_confirmations_reach_the_camera(server, client, model) -> None:
     cam = Cam(server.url)
     cam.frame(jpeg(text_frame(["MILK 1L", "BEST BEFORE 02 DEC"])))
     model.enqueue(vlm("The milk is good until 2 December."), model=VISION)
-    model.enqueue(so.text("I'll remind you on the first of December."))
+    model.responder = handoff_for("When does the milk expire?", so.text("I'll remind you on the first of December."))
     cam.send(type="ask", text="When does the milk expire?")
     cam.next("answer")
     follow = cam.next("agent")
     assert follow["text"] == "I'll remind you on the first of December."
-    handed = [r for r in model.requests if "[camera] The owner asked" in json.dumps(r["body"]["messages"])]
+    handed = [r for r in model.requests if "When does the milk expire?" in json.dumps(r["body"]["messages"][-1])]
     assert handed and "The milk is good until 2 December." in handed[-1]["body"]["messages"][-1]["content"]
 
     model.enqueue(vlm("A shopping list: eggs, bread."), model=VISION)
-    model.enqueue(so.tools(("run_shell", {"command": "echo eggs >> list.txt", "purpose": "add eggs to the list"})),
-                  so.text("Added."))
+    shell = so.tools(("run_shell", {"command": "echo eggs >> list.txt", "purpose": "add eggs to the list"}))
+    model.responder = handoff_for("Add what I'm holding to my list", shell)
+    model.enqueue(so.text("Added."))
     cam.send(type="ask", text="Add what I'm holding to my list")
     confirm = cam.next("confirm", timeout=60)
     assert confirm["tool"] == "run_shell"
@@ -316,6 +344,20 @@ def test_watch_only_viewers_exchange_signalling_with_the_stream(server) -> None:
     nobody.ws = connect(f"{server.url.replace('http', 'ws')}/v1/camera/ws?token={OWNER_KEY}&watch=nope",
                         open_timeout=30)
     assert nobody.closed_with() == 4404
+    cam.close()
+
+
+def test_a_spoken_question_is_transcribed_then_answered(server, model) -> None:
+    cam = Cam(server.url)
+    cam.frame(jpeg(text_frame(["PLATFORM 9"])))
+    model.transcript = "which platform is this"
+    model.enqueue(vlm("This is platform 9."), model=VISION)
+    cam.send(type="audio", data=base64.b64encode(b"\x1aE\xdf\xa3 fake webm bytes").decode(), mime="audio/webm")
+    assert cam.next("transcript")["text"] == "which platform is this"
+    assert cam.next("answer")["question"] == "which platform is this"
+    assert model.transcriptions[-1]["model"] == "scripted-stt" and model.transcriptions[-1]["filename"] == "question.webm"
+    cam.send(type="audio", data="not base64!!")
+    assert cam.next("error")["code"] == "bad_audio"
     cam.close()
 
 

@@ -72,8 +72,9 @@ def test_a_correction_reaches_the_next_prompt_and_the_export(client, model) -> N
     item = until(lambda: facts_about(client, "Zofia"), describe=lambda: learner.seen)[0]
     assert item["text"] == "Zofia, the owner's aunt, lives in Gdansk"
     # The learning call went to the learning model, not the chat model's script.
-    assert all(r["body"]["model"] == "scripted-learner" for r in model.side_requests)
-    assert "My aunt Zofia lives in Gdansk" in model.side_requests[0]["body"]["messages"][1]["content"]
+    assert all(r["body"]["model"] == "scripted-learner" for r in model.side_requests
+               if r["body"]["model"] != so.VISION)
+    assert any("My aunt Zofia lives in Gdansk" in r["body"]["messages"][1]["content"] for r in model.side_requests)
 
     learner.reflections.append(json.dumps({"updates": [
         {"id": item["id"], "text": "Zofia, the owner's aunt, lives in Krakow"}]}))

@@ -51,7 +51,9 @@ def jpeg_size(data: bytes) -> tuple[int, int]:
             return img.size
     except Image.DecompressionBombError as exc:
         raise FrameError("too_many_pixels", "the JPEG declares an enormous canvas") from exc
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
+    except (UnidentifiedImageError, OSError, SyntaxError, ImportError) as exc:
+        # ImportError: once Ultralytics is imported it patches Image.open to retry unknown data
+        # with an optional HEIF plugin, and that import fails when the plugin is absent.
         raise FrameError("undecodable", "the JPEG header could not be read") from exc
 
 

@@ -175,6 +175,11 @@ async def _ask_vision(provider: ProviderConfig, image: bytes, mime: str, questio
     return str(content or "").strip()
 
 
+async def transcribe(provider: ProviderConfig, audio: bytes, filename: str, mime: str, timeout: float) -> str:
+    """Speech to text through an OpenAI-compatible /audio/transcriptions endpoint."""
+    return await _transcribe(provider, audio, filename, mime, timeout)
+
+
 async def _transcribe(provider: ProviderConfig, audio: bytes, filename: str, mime: str, timeout: float) -> str:
     body = await provider_post(
         provider, "/audio/transcriptions", timeout=timeout,
