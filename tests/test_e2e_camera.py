@@ -328,6 +328,42 @@ def test_review_of_the_last_seconds_reports_progress_then_a_report(server, model
     cam.close()
 
 
+def test_an_uploaded_clip_is_reviewed_as_a_job(server, client, model) -> None:
+    from tests.test_vision_review import _clip
+
+    upload = client.post("/v1/files", files={"file": ("drill.mp4", _clip(frames=24), "video/mp4")})
+    assert upload.status_code == 201
+    cam = Cam(server.url)
+    model.enqueue(so.text(json.dumps({"summary": "A fade from dark to light.", "problems": [],
+                                      "timeline": [{"t": 0.5, "event": "brighter"}]})), model=VISION)
+    cam.send(type="review", file_id=upload.json()["id"], question="What changes?")
+    report = cam.next("report")
+    assert report["summary"] == "A fade from dark to light." and report["frames"] >= 6
+    cam.send(type="review", file_id=999_999)
+    failed = cam.next("job", stage="failed")
+    assert "no file" in failed["error"]
+    cam.close()
+
+
+def test_new_writing_in_view_is_noticed_once(server, model) -> None:
+    cam = Cam(server.url)
+    model.enqueue(vlm("Yes: the torque for this bolt is 25 Nm.", "ok"), model=VISION)
+    question = jpeg(text_frame(["What torque for this bolt?"]))
+    started = time.monotonic()
+    while time.monotonic() - started < 45 and not [e for e in cam.events if e["type"] == "notice"]:
+        cam.frame(question)  # the same writing, held in view (it must stay stable for 2 s)
+        time.sleep(0.3)
+    notice = next(e for e in cam.events if e["type"] == "notice")
+    assert notice["say"] == "Yes: the torque for this bolt is 25 Nm."
+    assert "torque" in notice["text"].lower()
+    looks = [r for r in model.side_requests if r["body"]["model"] == VISION]
+    assert "New writing" in looks[-1]["body"]["messages"][1]["content"][0]["text"]
+    for _ in range(5):  # held longer: no second notice within 15 s
+        cam.frame(question)
+    assert len([e for e in cam.events if e["type"] == "notice"]) == 1
+    cam.close()
+
+
 def test_watch_only_viewers_exchange_signalling_with_the_stream(server) -> None:
     cam = Cam(server.url)
     viewer = Cam(server.url, f"&watch={cam.hello['stream_id']}")
