@@ -87,11 +87,13 @@ def host(peer: Peer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]
     tls_port = free_port()
     env = {"IRIIS_RELAY_TLS_ADDR": f"{peer.host_ip}:{tls_port}"}
     proc, port = relay_serve(home, home / "data", env)
+    state = {"proc": proc, "port": port, "home": home, "env": env}
     try:
-        token = proc.wait_lines(1, 180)[0]
-        yield {"proc": proc, "port": port, "token": token, "home": home, "env": env}
+        state["token"] = proc.wait_lines(1, 180)[0]
+        yield state
     finally:
-        proc.stop()
+        # The restart test swaps in a new process: stop whichever one runs now.
+        state["proc"].stop()
 
 
 def split(result: subprocess.CompletedProcess[str]) -> tuple[int, str]:
