@@ -22,11 +22,11 @@ from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import jobs
 from actors.memory.reflect_prompt import Exchange
-from actors.providers.failover import stream_with_failover
+from actors.providers.failover import complete_text, stream_with_failover
 from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
-from actors.providers.types import AllProvidersFailed, Delta, ProviderError, TextDelta
+from actors.providers.types import AllProvidersFailed, Delta, ProviderError
 from actors.session.events import TurnEvent
 from actors.session.loop import ConfirmRequest, MAX_CHAT_STEPS, TurnContext, run_turn
 from actors.session.summary import fallback_summary, summary_prompt
@@ -146,7 +146,7 @@ class AgentLoop:
         messages: list[dict[str, Any]] = request["messages"]
         max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
         try:
-            scope = await turn_scope(self.store, request.get("session_id"))
+            scope = request.get("scope") or await turn_scope(self.store, request.get("session_id"))
             toolbox = await self._turn_toolbox(messages, scope)
             async for event in run_turn(self._model(True), messages, toolbox, max_steps,
                                         private_device_audit(self._context(request), toolbox)):
@@ -167,11 +167,11 @@ class AgentLoop:
             return fallback_summary(previous, messages)
         prompt = summary_prompt(previous, messages)
         try:
-            parts = [d.text async for d in self._model(False)(prompt, None) if isinstance(d, TextDelta)]
+            text = (await complete_text(self.router, self.providers, prompt, self.timeout,
+                                        person_waiting=False)).strip()
         except (AllProvidersFailed, ProviderError) as exc:
             log.warning("summary call failed (%s); using the extractive fallback", exc)
             return fallback_summary(previous, messages)
-        text = "".join(parts).strip()
         return text or fallback_summary(previous, messages)
 
     # -- memory's learning calls -----------------------------------------------------------
@@ -181,18 +181,9 @@ class AgentLoop:
         offline stand-in cannot reflect). Input and output are capped in characters."""
         if self.learning_router is None:
             return None
-        capped = cap_messages(messages, LEARN_PROMPT_CAP)
-        parts: list[str] = []
-        size = 0
-        async for delta in stream_with_failover(self.learning_router, self.providers, capped, None,
-                                                self.timeout, person_waiting=False):
-            if isinstance(delta, TextDelta):
-                parts.append(delta.text)
-                size += len(delta.text)
-                if size >= LEARN_OUTPUT_CAP:
-                    log.info("%s answer reached %d characters; cut there", purpose, size)
-                    break
-        return "".join(parts)[:LEARN_OUTPUT_CAP]
+        return await complete_text(self.learning_router, self.providers,
+                                   cap_messages(messages, LEARN_PROMPT_CAP), self.timeout,
+                                   person_waiting=False, max_chars=LEARN_OUTPUT_CAP)
 
     async def _safe_complete(self, messages: list[dict[str, str]], purpose: str) -> str | None:
         try:

@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import secrets
 
-from fastapi import Request
+from starlette.requests import HTTPConnection
 
 COOKIE_NAME = "iriis_key"
 KEY_PREFIX = "iriis_"
@@ -23,15 +23,17 @@ def new_owner_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
-def presented_key(request: Request) -> str | None:
+def presented_key(request: HTTPConnection, cookie: bool = True) -> str | None:
+    """The bearer header, else `?token=`, else (when `cookie`) the page's cookie. Devices pass
+    cookie=False: a browser's cookie must never open a device socket."""
     header = request.headers.get("authorization", "")
     if header[:7].lower() == "bearer " and header[7:].strip():
         return header[7:].strip()
     token = request.query_params.get("token")
     if token:
         return token.strip()
-    cookie = request.cookies.get(COOKIE_NAME)
-    return cookie.strip() if cookie else None
+    value = request.cookies.get(COOKIE_NAME) if cookie else None
+    return value.strip() if value else None
 
 
 def key_matches(key: str | None, hashes: frozenset[str]) -> bool:

@@ -19,8 +19,8 @@ from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_SILENT
                                      validate_hello)
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
+from serve_apps.auth import presented_key
 from serve_apps.devices_service import device_limits
-from serve_apps.people_auth import bearer_or_query
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -81,7 +81,7 @@ async def _receive(ws: WebSocket, limits: DeviceLimits, seconds: float, on_timeo
 async def device_ws(websocket: WebSocket) -> None:
     gw = websocket.app.state.gateway
     limits = device_limits()
-    token = bearer_or_query(websocket) or ""
+    token = presented_key(websocket, cookie=False) or ""
     device = await repo.device_by_token(gw.store, token) if token.startswith(DEVICE_TOKEN_PREFIX) else None
     await websocket.accept()
     sock = _Socket(websocket)

@@ -6,7 +6,7 @@ Device tokens (`irad_`) are refused with 403 wherever a signed-in person is need
 
 from typing import Any
 
-from fastapi import Request, WebSocket
+from fastapi import Request
 from pydantic import BaseModel
 
 from actors.devices import people
@@ -22,14 +22,6 @@ class Principal(BaseModel):
     person_id: int
     role: str
     device_id: int | None = None
-
-
-def bearer_or_query(conn: Request | WebSocket) -> str | None:
-    header = conn.headers.get("authorization", "")
-    if header[:7].lower() == "bearer " and header[7:].strip():
-        return header[7:].strip()
-    token = conn.query_params.get("token")
-    return token.strip() if token else None
 
 
 async def signed_in(request: Request) -> tuple[Any, Principal]:

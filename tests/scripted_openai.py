@@ -117,12 +117,9 @@ class ScriptedOpenAI:
         self.models = ["scripted-model"]
 
     def _next(self, model: str, body: dict[str, Any] | None = None) -> Reply:
-        if model in self.side_models and self.side_responder is not None:
-            answer = self.side_responder(body or {})
-            if answer is not None:
-                return answer
-        if model not in self.side_models and self.responder is not None:
-            answer = self.responder(body or {})
+        responder = self.side_responder if model in self.side_models else self.responder
+        if responder is not None:
+            answer = responder(body or {})
             if answer is not None:
                 return answer
         if model in self.model_status:

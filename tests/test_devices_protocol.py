@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import OWNER_KEY, OWNER_PIN
-from tests.device_client import Device, connected, hello, open_device, pair, tool
+from tests.device_client import connected, hello, open_device, pair, tool
 
 pytestmark = pytest.mark.e2e
 

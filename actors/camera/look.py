@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from actors.providers.failover import RouterClient, stream_with_failover
+from actors.providers.failover import RouterClient, complete_text
 from actors.providers.openai_compat import OpenAICompatProvider
-from actors.providers.types import AllProvidersFailed, ProviderError, TextDelta
+from actors.providers.types import AllProvidersFailed, ProviderError
 from vision.vlm import VlmAnswer, parse_answer
 
 # A provider whose typical first answer comes later than this is not "fast": background looks
@@ -33,22 +33,6 @@ class LookResult(BaseModel):
     text: str = ""
 
 
-async def ask_model(router: RouterClient, providers: dict[str, OpenAICompatProvider],
-                    messages: list[dict[str, Any]], *, timeout: float, person_waiting: bool,
-                    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> str:
-    """The model's text for one request; raises AllProvidersFailed (or ProviderError mid-answer)."""
-    parts: list[str] = []
-    size = 0
-    async for delta in stream_with_failover(router, providers, messages, None, timeout,
-                                            person_waiting=person_waiting, sleep=sleep):
-        if isinstance(delta, TextDelta):
-            parts.append(delta.text)
-            size += len(delta.text)
-            if size > MAX_REPLY_CHARS:
-                break
-    return "".join(parts)
-
-
 async def look(router: RouterClient | None, providers: dict[str, OpenAICompatProvider],
                messages: list[dict[str, Any]], *, timeout: float, person_waiting: bool,
                fallback: Callable[[], VlmAnswer],
@@ -57,8 +41,8 @@ async def look(router: RouterClient | None, providers: dict[str, OpenAICompatPro
     started = time.monotonic()
     if router is not None:
         try:
-            text = await ask_model(router, providers, messages, timeout=timeout, person_waiting=person_waiting,
-                                   sleep=sleep)
+            text = await complete_text(router, providers, messages, timeout, person_waiting=person_waiting,
+                                       max_chars=MAX_REPLY_CHARS, sleep=sleep)
             return LookResult(answer=parse_answer(text), source="model", text=text,
                               elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         except (AllProvidersFailed, ProviderError):

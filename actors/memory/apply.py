@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from actors.memory.events import log_event
+from actors.memory.model import MOOD_KV
 from actors.memory.reflection import DeactivateOp, InsertOp, Op, ReinforceOp, SetMoodOp, UpdateOp
 from actors.store import schema
 from actors.store.store import Store
 
-MOOD_KV = "mind_mood"
 
 
 class Applied(BaseModel):
@@ -33,19 +33,6 @@ class Applied(BaseModel):
     @property
     def changed(self) -> bool:
         return bool(self.inserted or self.reinforced or self.updated or self.deactivated or self.mood)
-
-
-async def log_event(conn: AsyncConnection, event: str, item_id: int | None = None,
-                    session_id: str | None = None, data: dict[str, Any] | None = None,
-                    now: float | None = None) -> None:
-    await conn.execute(sa.insert(schema.memory_events).values(
-        ts=now or time.time(), event=event, item_id=item_id, session_id=session_id, data=data))
-
-
-async def record_event(store: Store, event: str, item_id: int | None = None,
-                       session_id: str | None = None, data: dict[str, Any] | None = None) -> None:
-    async with store.engine.begin() as conn:
-        await log_event(conn, event, item_id, session_id, data)
 
 
 async def _still_active(conn: AsyncConnection, item_id: int) -> bool:

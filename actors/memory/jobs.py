@@ -16,16 +16,15 @@ from typing import Literal
 import sqlalchemy as sa
 from pydantic import BaseModel
 
-from actors.memory.apply import Applied, apply_ops, record_event
+from actors.memory.apply import Applied, apply_ops
+from actors.memory.events import record_event
 from actors.memory.consolidation import (
     RECENT_ITEMS, activity_histogram, consolidation_prompt, parse_consolidation, plan_consolidation)
-from actors.memory.jsonish import find_object
 from actors.memory.model import MindItem, Persona
 from actors.memory.persona import parse_persona, persona_prompt
 from actors.memory.playbook import parse_playbook, plan_playbook, playbook_prompt
 from actors.memory.reflect_prompt import Exchange, reflection_prompt
-from actors.memory.reflection import _FIELDS as REFLECTION_FIELDS
-from actors.memory.reflection import is_trivial, parse_reflection, plan_reflection
+from actors.memory.reflection import find_reflection, is_trivial, plan_reflection
 from actors.memory.repository import PERSONA_KV, list_items
 from actors.memory.scoring import score
 from actors.memory.text import word_set
@@ -73,8 +72,8 @@ async def reflect_exchange(store: Store, complete: Complete, exchange: Exchange,
     raw = await complete(reflection_prompt(exchange, related, loops), "reflection")
     if raw is None:
         return ReflectionOutcome(outcome="no_model")
-    reflection = parse_reflection(raw)
-    if find_object(raw, REFLECTION_FIELDS) is None:
+    reflection = find_reflection(raw)
+    if reflection is None:
         await record_event(store, "reflection", session_id=exchange.session_id,
                            data={"outcome": "unparsed", "raw": raw[:500]})
         return ReflectionOutcome(outcome="unparsed")

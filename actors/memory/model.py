@@ -15,6 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Kind = Literal["fact", "insight", "pattern", "person", "lesson", "playbook", "skill", "open_loop", "goal"]
 KINDS: tuple[str, ...] = get_args(Kind)
 
+# The two key-value records beside the mind table.
+MOOD_KV = "mind_mood"
+PERSONA_KV = "mind_persona"
+
 MIN_IMPORTANCE = 1.0
 MAX_IMPORTANCE = 10.0
 DEFAULT_IMPORTANCE = 5.0

@@ -220,16 +220,21 @@ class Reflection(BaseModel):
 _FIELDS = frozenset(Reflection.model_fields)
 
 
-def parse_reflection(raw: str) -> Reflection:
+def find_reflection(raw: str) -> Reflection | None:
     """The reflection in `raw` (JSON, possibly in prose or code fences, with the usual model
-    slips); an empty Reflection when nothing usable is there. Never raises."""
+    slips), or None when the answer holds no reflection object at all. Never raises."""
     found = find_object(raw, _FIELDS)
     if found is None:
-        return Reflection()
+        return None
     try:
         return Reflection.model_validate(found)
     except Exception:  # noqa: BLE001 - the validators coerce everything; this is the last guard
         return Reflection()
+
+
+def parse_reflection(raw: str) -> Reflection:
+    """Like `find_reflection`, with an empty Reflection when nothing usable is there."""
+    return find_reflection(raw) or Reflection()
 
 
 # ---- planning the writes ------------------------------------------------------------------

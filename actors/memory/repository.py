@@ -4,21 +4,21 @@ a prompt. The rules themselves live in the pure modules beside this one."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import sqlalchemy as sa
 
 from actors.memory.dedup import Insert, decide_insert
-from actors.memory.model import Kind, MindItem, Mood, Persona
+from actors.memory.embed import Encoder
+# list_events and the record keys are re-exported: callers read memory through this module.
+from actors.memory.events import list_events, log_event  # noqa: F401
+from actors.memory.model import MOOD_KV, PERSONA_KV, Kind, MindItem, Mood, Persona
 from actors.memory.prompt import render_memory_block
 from actors.memory.secrets import looks_secret
-from actors.memory.embed import Encoder
 from actors.memory.select import select
 from actors.memory.vectors import similarities_for
 from actors.store import schema
 from actors.store.store import Store
 
-MOOD_KV, PERSONA_KV = "mind_mood", "mind_persona"
 
 
 class MemoryRefused(ValueError):
@@ -74,8 +74,7 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
                 importance=decision.new_importance, last_used=now))
             created = False
             event = {"source": source, "importance": decision.new_importance}
-        await conn.execute(sa.insert(schema.memory_events).values(
-            ts=now, event="insert" if created else "reinforce", item_id=item_id, data=event))
+        await log_event(conn, "insert" if created else "reinforce", item_id, data=event, now=now)
     item = await get_item(store, item_id)
     assert item is not None
     return item, created
@@ -109,17 +108,7 @@ async def mark_used(store: Store, ids: list[int], now: float, query: str = "",
     async with store.engine.begin() as conn:
         await conn.execute(sa.update(schema.mind).where(schema.mind.c.id.in_(ids)).values(
             uses=schema.mind.c.uses + 1, last_used=now))
-        await conn.execute(sa.insert(schema.memory_events).values(
-            ts=now, event="selection", session_id=session_id, data={"ids": ids, "query": query[:200]}))
-
-
-async def list_events(store: Store, event: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Memory events, newest first."""
-    query = sa.select(schema.memory_events).order_by(schema.memory_events.c.id.desc()).limit(limit)
-    if event:
-        query = query.where(schema.memory_events.c.event == event)
-    async with store.engine.connect() as conn:
-        return [dict(r) for r in (await conn.execute(query)).mappings().all()]
+        await log_event(conn, "selection", None, session_id, {"ids": ids, "query": query[:200]}, now)
 
 
 async def deactivate(store: Store, item_id: int) -> bool:

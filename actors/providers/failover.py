@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from actors.providers.openai_compat import OpenAICompatProvider, count_images
 from actors.providers.router_state import WAIT_FOR_FREE, RouteEntry, RouterState
-from actors.providers.types import AllProvidersFailed, Delta, ProviderError
+from actors.providers.types import AllProvidersFailed, Delta, ProviderError, TextDelta
 
 
 class RouterClient(Protocol):
@@ -112,3 +112,28 @@ async def stream_with_failover(
                 continue
         break
     raise AllProvidersFailed(last)
+
+
+async def complete_text(
+    router: RouterClient,
+    providers: dict[str, OpenAICompatProvider],
+    messages: list[dict[str, Any]],
+    timeout: float,
+    *,
+    person_waiting: bool,
+    max_chars: int | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> str:
+    """The whole text of one answer without tools, stopped once it passes `max_chars` (so a
+    runaway answer cannot hold the caller). Raises AllProvidersFailed or ProviderError."""
+    parts: list[str] = []
+    size = 0
+    async for delta in stream_with_failover(router, providers, messages, None, timeout,
+                                            person_waiting=person_waiting, sleep=sleep):
+        if isinstance(delta, TextDelta):
+            parts.append(delta.text)
+            size += len(delta.text)
+            if max_chars is not None and size >= max_chars:
+                break
+    text = "".join(parts)
+    return text if max_chars is None else text[:max_chars]

@@ -8,18 +8,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from actors.relay.limits import RelayLimits
 
 
-class RelaySettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="IRIIS_RELAY_", case_sensitive=False, extra="ignore")
+class RelaySettings(BaseSettings, RelayLimits):
+    """Every cap of RelayLimits, each readable as IRIIS_RELAY_<NAME>, plus the server's own knobs."""
 
-    messages_per_minute: int = Field(default=60, ge=1)
-    max_body_bytes: int = Field(default=65536, ge=1)
-    max_file_bytes: int = Field(default=104857600, ge=1)
-    max_storage_bytes: int = Field(default=1073741824, ge=1)
-    max_messages: int = Field(default=10000, ge=1)
-    inactivity_ttl_seconds: int = Field(default=86400, ge=1)
-    grace_seconds: int = Field(default=86400, ge=0)
-    max_wait_seconds: int = Field(default=55, ge=0)
-    sessions_per_ip_per_hour: int = Field(default=30, ge=0)
+    model_config = SettingsConfigDict(env_prefix="IRIIS_RELAY_", case_sensitive=False, extra="ignore")
     # How often the sweeper looks for sessions to warn about or purge.
     sweep_seconds: float = Field(default=60.0, gt=0)
     # Where peers reach the relay (TLS); port 0 picks a free one. Candidate addresses for the

@@ -308,7 +308,7 @@ class SessionActor:
 
     async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        person, _device = await conversation_person(self.store, self.core.session_id)
+        person, device = await conversation_person(self.store, self.core.session_id)
         # Memory is the owner's: other people's conversations neither see nor feed it.
         memory = (await memory_block(self.store, message, session_id=self.core.session_id,
                                      encoder=await self._encoder())
@@ -322,6 +322,8 @@ class SessionActor:
             "messages": messages, "session_id": self.core.session_id, "turn_id": turn.turn_id,
             "session": ray.get_runtime_context().current_actor, "attended": attended,
             "max_steps": MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
+            # Whose turn it is, read once here: the AgentLoop offers that person's device tools.
+            "scope": {"person": person, "device": device},
         }
         stream = self.agent.options(stream=True).run.remote(request)
         result: dict[str, Any] | None = None

@@ -17,7 +17,7 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from actors.memory import repository
-from actors.memory.apply import record_event
+from actors.memory.events import record_event
 from actors.memory.model import Kind
 from actors.memory.hybrid import is_related, standardise
 from actors.memory.select import scored
