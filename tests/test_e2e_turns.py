@@ -237,6 +237,10 @@ def test_uploads_have_limits_and_ranges(client) -> None:
 
 def test_long_conversations_fold_their_start_into_a_summary(client, model) -> None:
     model.default_reply = so.text("SUMMARY: the owner's cat is called Miso.")
+    # Summary calls run in the background and a later fold can overlap the next turn: answer
+    # them by what they ask, so none can take a reply queued for a chat turn.
+    model.responder = lambda body: (so.text("SUMMARY: the owner's cat is called Miso.")
+                                    if body["messages"][0]["content"] == SUMMARY_INSTRUCTION else None)
     sid = None
     for i in range(6):
         model.enqueue(so.text(f"Noted part {i}."))
