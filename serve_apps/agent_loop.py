@@ -86,8 +86,9 @@ class AgentLoop:
         names = list(builtin_toolbox().specs)
         self.toolbox = builtin_toolbox(self.store, Path(workspace), config.builtin_tiers(names),
                                        config.builtin_exclude())
-        # The hub owns the MCP servers; with none configured it is not needed at all.
-        self.hub = tool_hub() if any(n != "builtin" for n in config.servers) else None
+        # The hub owns the MCP servers and the paired devices' tools, so it exists even when
+        # mcp.yaml declares no server.
+        self.hub = tool_hub()
         self.tools = TurnTools(self.toolbox, self._hub_call)
         self._listings: dict[int | None, tuple[tuple[dict[str, Any], dict[str, list[str]]], float]] = {}
 
@@ -95,8 +96,6 @@ class AgentLoop:
         return await self.hub.call.remote(name, arguments, scope=scope)
 
     async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None):
-        if self.hub is None:
-            return self.toolbox
         now = time.monotonic()
         person = (scope or {}).get("person")
         listing = self._listings.get(person)
@@ -229,7 +228,7 @@ class AgentLoop:
     async def tools_status(self) -> list[dict[str, Any]]:
         builtin = {"name": "builtin", "state": "on", "reason": "", "tools": len(self.toolbox.specs),
                    "side": "cloud", "restarts": 0}
-        return [builtin] + (await self.hub.status.remote() if self.hub else [])
+        return [builtin] + await self.hub.status.remote()
 
     async def providers_status(self) -> list[dict[str, Any]]:
         if self.router is None:

@@ -122,15 +122,15 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: starting Serve and the actors", flush=True)
     serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
     error_log()
-    hub = None
+    environ = {**os.environ, "IRIIS_PYTHON": sys.executable, "IRIIS_DATABASE_URL": database_url,
+               "IRIIS_API_URL": f"http://127.0.0.1:{port}", "IRIIS_API_KEY": internal_key,
+               "IRIIS_HOME": str(settings.iriis_home)}
+    # Built-in names stay as they are; a catalogue tool with the same name gets a prefix.
+    reserved = sorted(set(builtin_toolbox().specs) - mcp.builtin_exclude())
+    # The hub exists even with no MCP server: paired devices offer their tools through it.
+    hub = tool_hub(mcp, environ, reserved)
     if any(name != "builtin" for name in mcp.servers):
         print("iriis: starting the tool servers from " + str(settings.iriis_mcp_config), flush=True)
-        environ = {**os.environ, "IRIIS_PYTHON": sys.executable, "IRIIS_DATABASE_URL": database_url,
-                   "IRIIS_API_URL": f"http://127.0.0.1:{port}", "IRIIS_API_KEY": internal_key,
-                   "IRIIS_HOME": str(settings.iriis_home)}
-        # Built-in names stay as they are; a catalogue tool with the same name gets a prefix.
-        reserved = sorted(set(builtin_toolbox().specs) - mcp.builtin_exclude())
-        hub = tool_hub(mcp, environ, reserved)
         for server in ray.get(hub.ready.remote(), timeout=180):
             detail = f" ({server['reason']})" if server["reason"] else ""
             print(f"iriis: tools {server['name']}: {server['state']}, {server['tools']} tools{detail}", flush=True)

@@ -173,7 +173,9 @@ def _print_session(url: str, key: str) -> None:
 
 async def _answers(base: str, uid: str, key: str) -> int | None:
     try:
-        async with httpx.AsyncClient(timeout=3) as client:
+        # A dead port refuses at once; a live relay may need a while to wake the session's
+        # actor on a busy machine, and a slow answer must not send us down the TLS path.
+        async with httpx.AsyncClient(timeout=httpx.Timeout(30, connect=3)) as client:
             reply = await client.get(f"{base}/s/{uid}", params={"since": 0, "limit": 1},
                                      headers={"Authorization": f"Bearer {key}"})
         return reply.status_code

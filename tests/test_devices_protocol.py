@@ -27,15 +27,11 @@ pytestmark = pytest.mark.e2e
 
 HELLO_S, CALL_S, EVENT_S, SILENCE_S, PING_S = 3.0, 3.0, 4.0, 4.0, 1.5
 MB = 1_048_576
+# No MCP server at all: a paired device's tools must reach the agent without one.
 MCP_YAML = """
 servers:
   builtin:
     tools: {save_note: confirm}
-  files:
-    command: ${IRIIS_PYTHON}
-    args: [-m, actors.tools.servers.files]
-    env: {IRIIS_DATABASE_URL: "${IRIIS_DATABASE_URL}"}
-    tier: read
 """
 
 
