@@ -89,3 +89,80 @@ async def test_the_desktop_agent_end_to_end(device_server, model, tmp_path) -> N
     async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
         devices = (await client.get("/v1/me/devices", headers=OWNER)).json()["data"]
     assert all(d["label"] != "Laptop" for d in devices)
+
+
+# -- where the token is kept -----------------------------------------------------------------------
+
+def _keyring_env(tmp_path: Path, backend: str) -> dict[str, str]:
+    import os
+    return {**os.environ, "PYTHON_KEYRING_BACKEND": backend, "XDG_DATA_HOME": str(tmp_path / "data")}
+
+
+def _keyring_token(env: dict[str, str]) -> str | None:
+    read = subprocess.run([sys.executable, "-c", "import keyring; print(keyring.get_password('iriis-device', 'device'))"],
+                          env=env, capture_output=True, text=True, timeout=60, check=True)
+    return None if read.stdout.strip() == "None" else read.stdout.strip()
+
+
+async def _code(server_url: str, label: str) -> str:
+    async with httpx.AsyncClient(base_url=server_url, timeout=60) as client:
+        made = await client.post("/v1/me/devices/codes", headers=OWNER, json={
+            "kind": "linux", "label": label, "skills": ["files"], "pin": OWNER_PIN})
+    assert made.status_code == 201
+    return made.json()["code"]
+
+
+async def _devices(server_url: str) -> dict[str, dict]:
+    async with httpx.AsyncClient(base_url=server_url, timeout=60) as client:
+        return {d["label"]: d for d in (await client.get("/v1/me/devices", headers=OWNER)).json()["data"]}
+
+
+async def test_without_a_keyring_pairing_stops_before_spending_the_code(device_server, tmp_path) -> None:
+    code = await _code(device_server.url, "No keyring")
+    env = _keyring_env(tmp_path, "keyring.backends.fail.Keyring")
+    refused = subprocess.run([str(DEVICE), "--spool", str(tmp_path / "spool"), "pair", code,
+                              "--server", device_server.url], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "no OS keyring" in refused.stderr and "--token-file" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert "No keyring" not in await _devices(device_server.url)
+
+    # The code is still good: the advice given works.
+    token_file = tmp_path / "token.json"
+    base = [str(DEVICE), "--token-file", str(token_file), "--spool", str(tmp_path / "spool")]
+    paired = subprocess.run([*base, "pair", code, "--server", device_server.url], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert paired.returncode == 0, paired.stderr
+    assert "No keyring" in await _devices(device_server.url)
+    assert subprocess.run([*base, "uninstall"], env=env, capture_output=True, timeout=60).returncode == 0
+    assert "No keyring" not in await _devices(device_server.url)
+
+
+async def test_the_token_lives_in_the_keyring_by_default(device_server, tmp_path) -> None:
+    env = _keyring_env(tmp_path, "keyrings.alt.file.PlaintextKeyring")
+    base = [str(DEVICE), "--spool", str(tmp_path / "spool")]
+    code = await _code(device_server.url, "Keyring box")
+    paired = subprocess.run([*base, "pair", code, "--server", device_server.url], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert paired.returncode == 0, paired.stderr
+    kept = _keyring_token(env)
+    assert kept is not None and '"token": "irad_' in kept
+    assert not list(tmp_path.glob("*.json"))
+
+    root = tmp_path / "root"
+    root.mkdir()
+    agent = subprocess.Popen([*base, "run", "--root", str(root), "--no-shell"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        async def online() -> None:
+            while not (await _devices(device_server.url)).get("Keyring box", {}).get("online"):
+                await asyncio.sleep(0.3)
+        await asyncio.wait_for(online(), 60)
+    finally:
+        agent.terminate()
+        agent.wait(30)
+
+    bye = subprocess.run([*base, "uninstall"], env=env, capture_output=True, text=True, timeout=60)
+    assert bye.returncode == 0, bye.stderr
+    assert _keyring_token(env) is None
+    assert "Keyring box" not in await _devices(device_server.url)

@@ -157,6 +157,48 @@ def test_a_peer_joins_over_pinned_tls_and_cannot_create_sessions(host: dict, pee
         proc.stop()
 
 
+def test_the_default_file_cap_is_100_mib_at_and_over(host: dict) -> None:
+    """The host runs on the contract's defaults: a 104,857,600-byte file is taken, one byte
+    more is refused (declared or streamed), and the refusal loses nothing already stored."""
+    import hashlib
+
+    base = f"http://127.0.0.1:{host['port']}"
+    cap = 104_857_600
+    with httpx.Client(base_url=base, timeout=120) as client:
+        made = client.post("/sessions")
+        assert made.status_code == 201 and made.json()["limits"]["max_file_bytes"] == cap
+        uid, auth = made.json()["uid"], {"Authorization": f"Bearer {made.json()['key']}"}
+        block = secrets.token_bytes(1 << 20)
+        digest = hashlib.sha256(block * 100).hexdigest()
+
+        at = client.put(f"/s/{uid}/files/at-cap.bin", content=block * 100,
+                        headers={**auth, "Content-Type": "application/octet-stream"})
+        assert at.status_code == 201, at.text
+
+        over = client.put(f"/s/{uid}/files/declared.bin", content=block * 100 + b"x", headers=auth)
+        assert over.status_code == 413 and over.json()["error"]["code"] == "payload_too_large"
+
+        def streamed() -> Iterator[bytes]:
+            for _ in range(100):
+                yield block
+            yield b"x"
+        over = client.put(f"/s/{uid}/files/streamed.bin", content=streamed(), headers=auth)
+        assert over.status_code == 413 and over.json()["error"]["code"] == "payload_too_large"
+
+        listed = client.get(f"/s/{uid}/files", headers=auth).json()
+        names = [f["name"] for f in listed["files"]]
+        assert names == ["at-cap.bin"]
+        got = hashlib.sha256()
+        with client.stream("GET", f"/s/{uid}/files/at-cap.bin", headers=auth) as reply:
+            assert reply.status_code == 200
+            for chunk in reply.iter_bytes():
+                got.update(chunk)
+        assert got.hexdigest() == digest
+        # Nothing of the refused uploads is left behind in the spool folder.
+        spool = host["home"] / "data" / "tmp"
+        assert spool.is_dir() and not list(spool.glob("up-*"))
+
+
 def _with_blob(token: str, **changes: object) -> str:
     blob_text, uid, key = token.split(".")
     blob = json.loads(base64.urlsafe_b64decode(blob_text + "=" * (-len(blob_text) % 4)))

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from clients.desktop.agent import DeviceAgent, say_bye
-from clients.desktop.tokenstore import TokenStore
+from clients.desktop.tokenstore import TokenStore, TokenStoreError
 from clients.desktop.tools import desktop_tools
 
 HOME = Path.home() / ".iriis-device"
@@ -30,6 +30,8 @@ def _store(args: argparse.Namespace) -> TokenStore:
 
 def pair_command(args: argparse.Namespace) -> int:
     kind = args.kind or default_kind()
+    store = _store(args)
+    store.check()
     response = httpx.post(args.server.rstrip("/") + "/v1/devices/pair", json={"code": args.code, "kind": kind},
                           timeout=30)
     if response.status_code != 200:
@@ -37,7 +39,7 @@ def pair_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     paired = response.json()
-    _store(args).save({"server": args.server, "token": paired["token"], "device_id": paired["device_id"],
+    store.save({"server": args.server, "token": paired["token"], "device_id": paired["device_id"],
                        "kind": kind, "label": paired["label"]})
     print(f"iriis-device: paired as device {paired['device_id']} ({paired['label']}); skills on: "
           f"{', '.join(paired['skills']) or 'none'}")
@@ -105,7 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except TokenStoreError as exc:
+        print(f"iriis-device: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -10,11 +10,32 @@ from typing import Any
 
 SERVICE = "iriis-device"
 ACCOUNT = "device"
+NO_KEYRING = ("no OS keyring is available here (no Keychain, Credential Locker or Secret Service); "
+              "run again with --token-file PATH to keep the token in a file only you can read")
+
+
+class TokenStoreError(Exception):
+    """The token cannot be kept or read where the person asked; the message says what to do."""
+
+
+def _keyring() -> Any:
+    import keyring
+    from keyring.backends import fail
+
+    if isinstance(keyring.get_keyring(), fail.Keyring):
+        raise TokenStoreError(NO_KEYRING)
+    return keyring
 
 
 class TokenStore:
     def __init__(self, token_file: Path | None = None) -> None:
         self.file = token_file
+
+    def check(self) -> None:
+        """Fail before pairing, not after: a code is single-use, and a token that cannot be
+        kept would be lost with it."""
+        if self.file is None:
+            _keyring()
 
     def save(self, record: dict[str, Any]) -> None:
         text = json.dumps(record)
@@ -24,26 +45,31 @@ class TokenStore:
             with os.fdopen(fd, "w") as out:
                 out.write(text)
             return
-        import keyring
+        from keyring.errors import KeyringError
 
-        keyring.set_password(SERVICE, ACCOUNT, text)
+        try:
+            _keyring().set_password(SERVICE, ACCOUNT, text)
+        except KeyringError as exc:
+            raise TokenStoreError(f"the keyring refused the token ({exc}); {NO_KEYRING.split('; ')[1]}") from exc
 
     def load(self) -> dict[str, Any] | None:
         if self.file is not None:
             return json.loads(self.file.read_text()) if self.file.exists() else None
-        import keyring
+        from keyring.errors import KeyringError
 
-        text = keyring.get_password(SERVICE, ACCOUNT)
+        try:
+            text = _keyring().get_password(SERVICE, ACCOUNT)
+        except KeyringError as exc:
+            raise TokenStoreError(f"the keyring could not be read ({exc})") from exc
         return json.loads(text) if text else None
 
     def delete(self) -> None:
         if self.file is not None:
             self.file.unlink(missing_ok=True)
             return
-        import keyring
         from keyring.errors import PasswordDeleteError
 
         try:
-            keyring.delete_password(SERVICE, ACCOUNT)
+            _keyring().delete_password(SERVICE, ACCOUNT)
         except PasswordDeleteError:
             pass
