@@ -55,7 +55,7 @@ def _existing_relay(host: str, port: int) -> str | None:
     """A relay already on -addr: ask it for a new session instead of failing (one host, many
     sessions). Returns its token, or None when whatever holds the port is not a relay."""
     try:
-        reply = httpx.post(f"http://{host}:{port}/sessions", timeout=5)
+        reply = httpx.post(f"http://{host}:{port}/sessions", timeout=httpx.Timeout(30, connect=3))
         if reply.status_code == 201 and reply.json().get("token"):
             return str(reply.json()["token"])
     except (httpx.HTTPError, ValueError):

@@ -1,5 +1,5 @@
 """The desktop device agent (`iriis-device`) end to end against a real server: pair, hello,
-the agent calls a tool, a PIN-tier call waits for the person, an event reaches its person's
+the agent calls a tool, a tier 2 write waits for yes, a PIN-tier call waits for the PIN, an event reaches its person's
 stream and nobody else's, and uninstalling revokes the token."""
 
 from __future__ import annotations
@@ -52,6 +52,25 @@ async def test_the_desktop_agent_end_to_end(device_server, model, tmp_path) -> N
         async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
             await client.post("/v1/ask", json={"message": "read notes on my laptop files"}, headers=OWNER)
         assert "unknown argument 'mode'" in tool_message(model.requests[-1])
+
+        # Writing a file is tier 2: proposed, refused on "no", done only after "yes".
+        await wait_offered(device_server, model, "file_write", OWNER, message="write a file on my laptop")
+        todo = root / "todo.txt"
+        for approve in (False, True):
+            model.enqueue(so.tools(("file_write", {"path": "todo.txt", "text": "call mum"})), so.text("Noted."))
+            chat = await asyncio.to_thread(LiveChat, device_server.url, OWNER_KEY,
+                                           {"message": "write a todo file on my laptop"})
+            confirm = await asyncio.to_thread(chat.wait_for, "confirm")
+            assert confirm["needs_pin"] is False and confirm["tool"] == "file_write"
+            assert not todo.exists()
+            async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
+                answered = await client.post(f"/v1/confirmations/{confirm['id']}", headers=OWNER,
+                                             json={"approve": approve})
+                assert answered.status_code == 200
+            await asyncio.to_thread(chat.wait_for, "done")
+            assert todo.exists() is approve
+        assert todo.read_text() == "call mum"
+        assert "Wrote todo.txt (8 bytes)." in tool_message(model.requests[-1])
 
         # The shell is tier 3: nothing runs until the person gives their PIN.
         await wait_offered(device_server, model, "shell_run", OWNER, message="run a shell command on my laptop")

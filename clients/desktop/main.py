@@ -51,7 +51,7 @@ def run_command(args: argparse.Namespace) -> int:
     if not record:
         print("iriis-device: not paired yet; run `iriis-device pair CODE --server URL`.", file=sys.stderr)
         return 1
-    tools = desktop_tools(Path(args.root), allow_shell=not args.no_shell)
+    tools = desktop_tools(Path(args.root), allow_shell=not args.no_shell, allow_write=not args.no_write)
     agent = DeviceAgent(record["server"], record["token"], record["kind"], args.label or record["label"], tools,
                         spool=Path(args.spool), event_seconds=args.event_seconds)
     why = asyncio.run(agent.run_forever())
@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--root", default=str(Path.home()), help="the folder the file tools may read")
     run_p.add_argument("--label", default="")
     run_p.add_argument("--no-shell", action="store_true", help="do not offer the shell tool")
+    run_p.add_argument("--no-write", action="store_true", help="do not offer the file-writing tool")
     run_p.add_argument("--event-seconds", type=float, default=30.0, help=argparse.SUPPRESS)
     run_p.set_defaults(func=run_command)
     notify_p = sub.add_parser("notify", help="queue an event for the person")

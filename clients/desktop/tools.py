@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 MAX_READ = 100_000
+MAX_WRITE = 100_000
+MAX_ARGUMENT = 4096
 MAX_FOUND = 50
 SHELL_SECONDS = 20.0
 
@@ -55,7 +57,7 @@ def check_arguments(schema: dict[str, Any], args: Any) -> dict[str, Any]:
             raise ToolRefused(f"{key} must be a string")
         if want == "integer" and (not isinstance(value, int) or isinstance(value, bool)):
             raise ToolRefused(f"{key} must be an integer")
-        if isinstance(value, str) and len(value) > 4096:
+        if isinstance(value, str) and len(value) > properties[key].get("maxLength", MAX_ARGUMENT):
             raise ToolRefused(f"{key} is too long")
     return args
 
@@ -64,11 +66,11 @@ def _inside(root: Path, path: str) -> Path:
     target = (root / Path(path).expanduser()).resolve() if not Path(path).expanduser().is_absolute() \
         else Path(path).expanduser().resolve()
     if target != root and root not in target.parents:
-        raise ToolRefused(f"only files under {root} can be read")
+        raise ToolRefused(f"only files under {root} can be reached")
     return target
 
 
-def desktop_tools(root: Path, allow_shell: bool = True) -> list[DesktopTool]:
+def desktop_tools(root: Path, allow_shell: bool = True, allow_write: bool = True) -> list[DesktopTool]:
     root = root.expanduser().resolve()
 
     async def file_read(args: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +87,22 @@ def desktop_tools(root: Path, allow_shell: bool = True) -> list[DesktopTool]:
             raise ToolRefused("the pattern must stay inside the folder")
         found = [str(p.relative_to(root)) for p in sorted(root.rglob(pattern))[:MAX_FOUND]]
         return {"summary": f"Found {len(found)} files matching {pattern}.", "files": found}
+
+    async def file_write(args: dict[str, Any]) -> dict[str, Any]:
+        path = _inside(root, args["path"])
+        if path == root or path.is_dir():
+            raise ToolRefused("that path is a folder; name a file")
+        data = args["text"].encode("utf-8")
+        if len(data) > MAX_WRITE:
+            raise ToolRefused(f"at most {MAX_WRITE} bytes can be written at once")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write beside the target and rename, so a crash never leaves half a file in its place.
+        partial = path.with_name(f".{path.name}.iriis-partial")
+        partial.write_bytes(data)
+        partial.replace(path)
+        verb = "Replaced" if existed else "Wrote"
+        return {"summary": f"{verb} {path.relative_to(root)} ({len(data)} bytes)."}
 
     async def clipboard_read(_args: dict[str, Any]) -> dict[str, Any]:
         command = _clipboard_command()
@@ -113,6 +131,13 @@ def desktop_tools(root: Path, allow_shell: bool = True) -> list[DesktopTool]:
                     {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]},
                     "files", 0, file_find),
     ]
+    if allow_write:
+        # Tier 2: changing a file is proposed to the person and runs only after their yes.
+        tools.append(DesktopTool(
+            "file_write", "Write a text file on this computer (creates or replaces it). Asks the person first.",
+            {"type": "object", "properties": {"path": {"type": "string"},
+                                              "text": {"type": "string", "maxLength": MAX_WRITE}},
+             "required": ["path", "text"]}, "files", 2, file_write))
     if _clipboard_command() is not None:
         tools.append(DesktopTool("clipboard_read", "Read the text on this computer's clipboard.",
                                  {"type": "object", "properties": {}}, "clipboard", 0, clipboard_read))
