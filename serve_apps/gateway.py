@@ -25,7 +25,7 @@ from actors.errors import error_log, report
 from actors.logmask import install_log_masking
 from actors.session.actor import SessionConfig, SessionNotFound, live_sessions, session_actor
 from actors.session.events import TurnEvent
-from actors.store.models import new_id
+from actors.store.models import HEALTH_CHANNEL, new_id
 from actors.store.store import Store
 from actors.tools.ssrf import FetchError, SsrfError, link_preview, safe_fetch
 from serve_apps.agent_mcp import AgentMcpApp
@@ -76,6 +76,10 @@ class ChatRequest(BaseModel):
     # False for callers with no way to answer a confirmation (scripts, bridges): confirm-tier
     # actions are then declined and the model is told so.
     confirmations: bool = True
+    # A monitor's probe: a real turn in a health-check session, from which nothing is learned
+    # and which stays out of the session list. Starts a new session, or continues one that
+    # began as a health check.
+    health_check: bool = False
 
 
 class CancelRequest(BaseModel):
@@ -157,8 +161,9 @@ class Gateway:
         if not key_matches(key, self.hashes):
             raise ApiError(401, "unauthorized", "Send the owner key as 'Authorization: Bearer <key>'.")
 
-    async def _session(self, session_id: str, create: bool) -> Any:
-        """The live actor for a conversation, started (and rebuilt from the store) on demand."""
+    async def _session(self, session_id: str, create: bool, health_check: bool = False) -> Any:
+        """The live actor for a conversation, started (and rebuilt from the store) on demand.
+        With `health_check`, the conversation must be (or become) a health-check session."""
         if not create and session_id not in self._sessions:
             if await self.store.get_conversation(session_id) is None:
                 raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
@@ -172,8 +177,13 @@ class Gateway:
             self._sessions.move_to_end(session_id)
             try:
                 # `open` is cheap once loaded, and it is how we learn a cached actor has exited.
-                if not await handle.open.remote(create):
+                channel = await handle.open.remote(create, HEALTH_CHANNEL if health_check else "chat")
+                if not channel:
                     raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+                if health_check and channel != HEALTH_CHANNEL:
+                    raise ApiError(422, "invalid_request",
+                                   f"Session {session_id!r} is a conversation, not a health check; "
+                                   "leave out session_id to start a health-check session.")
                 return handle
             except RayActorError:
                 # It exited while idle (or crashed) since we cached it: start a fresh one.
@@ -217,7 +227,7 @@ class Gateway:
     async def chat(self, body: ChatRequest, request: Request) -> StreamingResponse:
         self.owner(request)
         session_id = body.session_id or new_id()
-        handle = await self._session(session_id, create=body.session_id is None)
+        handle = await self._session(session_id, create=body.session_id is None, health_check=body.health_check)
         events = handle.chat.options(num_returns="streaming").remote(
             body.message, background=body.background, attended=body.confirmations)
         return self._sse(handle, session_id, events)

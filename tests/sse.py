@@ -22,8 +22,8 @@ def iter_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]
 
 
 def chat(client: httpx.Client, key: str, message: str, session_id: str | None = None,
-         timeout: float = 60.0) -> list[tuple[str, dict[str, Any]]]:
-    body: dict[str, Any] = {"message": message}
+         timeout: float = 60.0, **fields: Any) -> list[tuple[str, dict[str, Any]]]:
+    body: dict[str, Any] = {"message": message, **fields}
     if session_id:
         body["session_id"] = session_id
     with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {key}"},

@@ -110,6 +110,42 @@ def test_chit_chat_is_not_reflected_on(client, model) -> None:
     assert len(client.get("/v1/memory/events", params={"event": "reflection"}).json()["data"]) == before
 
 
+def test_health_check_sessions_run_for_real_but_teach_nothing(client, model) -> None:
+    learner = Learner()
+    model.side_responder = learner
+    probe = "Health check from the uptime monitor: my name is Probe, I prefer short answers; reply OK"
+    model.enqueue(so.text("OK."))
+    events = chat(client, OWNER_KEY, probe, health_check=True)
+    assert [d["text"] for e, d in events if e == "sentence"] == ["OK."]
+    health = next(d["session_id"] for e, d in events if e == "session")
+    # The monitor may keep probing in its own session; plain follow-ups there stay health checks.
+    model.enqueue(so.text("Still OK."))
+    chat(client, OWNER_KEY, probe + " again", health, health_check=True)
+    model.enqueue(so.text("OK again."))
+    chat(client, OWNER_KEY, probe + " once more", health)
+
+    # The same kind of message from the owner is reflected on: proof the learner is listening.
+    learner.reflections.append("{}")
+    model.enqueue(so.text("Noted, short answers."))
+    owner = chat(client, OWNER_KEY, "My name is Ada and I prefer short answers, please remember")
+    until(lambda: learner.seen == ["reflection"], describe=lambda: learner.seen)
+    prompts = [r["body"]["messages"][1]["content"] for r in model.side_requests
+               if r["body"]["messages"][0]["content"] == REFLECTION_INSTRUCTION]
+    assert any("My name is Ada" in p for p in prompts) and not any("Probe" in p for p in prompts)
+
+    sessions = [s["id"] for s in client.get("/v1/sessions").json()["data"]]
+    assert health not in sessions and next(d["session_id"] for e, d in owner if e == "session") in sessions
+    assert client.get(f"/v1/sessions/{health}/messages").status_code == 200  # kept, just not listed
+    export = client.get("/v1/export/exchanges.jsonl").text
+    assert "Probe" not in export and "My name is Ada" in export
+
+    # An owner's conversation cannot be turned into a health check.
+    with client.stream("POST", "/v1/chat", json={"message": "ping", "session_id": sessions[0],
+                                                 "health_check": True}) as resp:
+        resp.read()
+        assert resp.status_code == 422 and resp.json()["error"]["code"] == "invalid_request"
+
+
 def test_consolidation_streams_progress_then_reports(client, model) -> None:
     learner = Learner()
     model.side_responder = learner

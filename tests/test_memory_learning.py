@@ -255,3 +255,22 @@ async def test_without_a_model_nothing_is_learned(store: Store) -> None:
     outcome = await jobs.reflect_exchange(store, offline, Exchange(user="My sister Anna lives in Paris", reply="Ok"))
     assert outcome.outcome == "no_model" and await list_items(store) == []
     assert (await jobs.consolidate(store, offline)).persona == "no_model"
+
+
+async def test_health_check_sessions_stay_out_of_the_list_the_export_and_the_histogram(store: Store) -> None:
+    from actors.memory.exchanges import iter_exchanges
+    from actors.store.models import HEALTH_CHANNEL, ConversationRecord
+
+    at = datetime(2026, 11, 20, 9, 30, tzinfo=timezone.utc).timestamp()
+    owner, probe = ConversationRecord(id="owner1", created=at, updated=at), \
+        ConversationRecord(id="probe1", channel=HEALTH_CHANNEL, created=at, updated=at + 1)
+    messages = [MessageRecord(conversation_id=c, seq=s, role=r, content=f"{c} {r}", created=at + 3600 * (c == "probe1"))
+                for c in ("owner1", "probe1") for s, r in ((1, "user"), (2, "assistant"))]
+    await store.write_batch([owner, probe], messages)
+    assert [c.id for c in await store.list_conversations()] == ["owner1"]
+    assert {c.id for c in await store.list_conversations(include_health=True)} == {"owner1", "probe1"}
+    assert [row.session_id async for row in iter_exchanges(store)] == ["owner1"]
+
+    complete = Scripted("{}", "{}")
+    report = await jobs.consolidate(store, complete, now=at + 7200)
+    assert report.histogram[9] == 1 and sum(report.histogram) == 1  # the probe at 10:30 is not counted

@@ -13,7 +13,7 @@ from actors.relay.core import SessionCore
 from actors.relay.envelope import is_urgent, validate_post
 from actors.relay.errors import RelayError
 from actors.relay.lifecycle import SessionState
-from actors.relay.limits import MinuteWindow, RelayLimits, WindowCounter
+from actors.relay.limits import MinuteWindow, RelayLimits, hourly_retry
 from actors.relay.pairing import Blob, PairingToken, TokenError, decode, new_key, new_uid
 from actors.relay.waiters import Gone, WaiterHub
 
@@ -72,12 +72,34 @@ def test_minute_window_allows_exactly_per_minute_then_says_when() -> None:
     assert window.take(T0 + 60.0) is None  # the first write of the burst left the window
 
 
-def test_window_counter_per_hour_and_disabled() -> None:
-    counter = WindowCounter(2)
-    assert counter.hit("a", T0) is None and counter.hit("a", T0 + 1) is None
-    assert counter.hit("a", T0 + 2) == 3598
-    assert counter.hit("b", T0 + 2) is None
-    assert all(WindowCounter(0).hit("a", T0) is None for _ in range(100))
+def test_sessions_an_hour_counted_from_earlier_creations() -> None:
+    assert hourly_retry([], T0, 2) is None
+    assert hourly_retry([T0], T0 + 1, 2) is None
+    assert hourly_retry([T0, T0 + 1], T0 + 2, 2) == 3598
+    assert hourly_retry([T0, T0 + 1], T0 + 3600, 2) is None  # the first left the hour
+    # Over the cap (a lowered cap after a restart): the slot frees when enough have left.
+    assert hourly_retry([T0, T0 + 10, T0 + 20], T0 + 30, 2) == 3580
+    assert hourly_retry([T0 - 3600, T0], T0 + 1, 1) == 3599
+    assert all(hourly_retry([T0] * 100, T0, 0) is None for _ in range(3))
+
+
+def test_a_seeded_window_resumes_the_minute() -> None:
+    window = MinuteWindow(3)
+    window.seed([T0 + 20, T0, T0 + 10, T0 - 5])  # more than fit: only the newest three count
+    assert window.take(T0 + 30) == 30
+    assert window.take(T0 + 60) is None
+    fresh = MinuteWindow(3)
+    fresh.seed([])
+    assert all(fresh.take(T0) is None for _ in range(3))
+
+
+def test_only_client_messages_and_uploads_drew_from_the_rate() -> None:
+    from actors.relay.envelope import drew_from_rate, epoch_of, iso_utc, stamp, system_message
+
+    assert epoch_of(iso_utc(T0 + 0.7)) == T0
+    assert drew_from_rate(stamp(1, T0, {"role": "user", "name": "a", "content": "x"}, {}))
+    assert drew_from_rate(stamp(2, T0, *system_message("File a uploaded.", "file_uploaded")))
+    assert not drew_from_rate(stamp(3, T0, *system_message("Nearly full.", "limit_warning")))
 
 
 # -- caps and system messages -----------------------------------------------------------------

@@ -262,6 +262,38 @@ async def test_seq_survives_a_new_app_and_a_new_actor(make_relay) -> None:
     assert [m["message"]["content"] for m in (await fresh.read()).json()["messages"]] == ["a", "b", "c", "d"]
 
 
+async def test_the_write_rate_holds_across_a_new_actor(make_relay) -> None:
+    relay = await make_relay(messages_per_minute=5)
+    uid = (await relay.create())["uid"]
+    for _ in range(3):
+        assert (await relay.post()).status_code == 201
+    ray.kill(ray.get_actor(f"relay:{uid}", namespace=NAMESPACE), no_restart=True)
+    fresh = await make_relay(messages_per_minute=5)
+    fresh.url, fresh.key = relay.url, relay.key
+    upload = await fresh.client.put(f"{fresh.url}/files/a.txt", content=b"x", headers=fresh.auth)
+    assert upload.status_code == 201
+    assert (await fresh.post()).status_code == 201
+    over = await fresh.post()
+    assert over.status_code == 429 and error_code(over) == "rate_limited"
+    assert 1 <= int(over.headers["Retry-After"]) <= 60
+    fresh.clock.offset += 62
+    assert (await fresh.post()).status_code == 201
+
+
+async def test_sessions_an_hour_hold_across_a_new_service(make_relay) -> None:
+    first = await make_relay(sessions_per_ip_per_hour=2)
+    for _ in range(2):
+        await first.create()
+    again = await make_relay(sessions_per_ip_per_hour=2)
+    refused = await again.client.post("/sessions")
+    assert refused.status_code == 429 and error_code(refused) == "rate_limited"
+    assert 3590 <= int(refused.headers["Retry-After"]) <= 3600
+    # The earlier sessions are untouched by the refusal.
+    assert (await first.post("still here")).status_code == 201
+    again.clock.offset += 3601
+    assert (await again.client.post("/sessions")).status_code == 201
+
+
 async def test_peer_listener_never_creates_sessions(make_relay) -> None:
     host = await make_relay()
     await host.create()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from actors.memory.reflection import is_correction
 from actors.store import schema
-from actors.store.models import MessageRecord
+from actors.store.models import HEALTH_CHANNEL, MessageRecord
 from actors.store.store import Store
 
 PAGE = 200
@@ -68,8 +68,9 @@ async def iter_exchanges(store: Store) -> AsyncIterator[ExchangeRow]:
     reading one conversation at a time so the export never holds the whole history."""
     offset = 0
     while True:
-        query = (sa.select(schema.conversations.c.id).order_by(schema.conversations.c.created,
-                                                               schema.conversations.c.id)
+        query = (sa.select(schema.conversations.c.id)
+                 .where(schema.conversations.c.channel != HEALTH_CHANNEL)
+                 .order_by(schema.conversations.c.created, schema.conversations.c.id)
                  .offset(offset).limit(PAGE))
         async with store.engine.connect() as conn:
             ids = [r[0] for r in (await conn.execute(query)).all()]

@@ -29,6 +29,7 @@ from actors.memory.repository import PERSONA_KV, list_items
 from actors.memory.scoring import score
 from actors.memory.text import word_set
 from actors.store import schema
+from actors.store.models import HEALTH_CHANNEL
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -110,8 +111,11 @@ async def distill_playbook(store: Store, complete: Complete, work: str,
 
 
 async def _owner_message_times(store: Store, since: float) -> list[float]:
-    query = sa.select(schema.messages.c.created).where(
-        schema.messages.c.role == "user", schema.messages.c.created >= since)
+    conversations, messages = schema.conversations, schema.messages
+    query = (sa.select(messages.c.created)
+             .join(conversations, conversations.c.id == messages.c.conversation_id)
+             .where(messages.c.role == "user", messages.c.created >= since,
+                    conversations.c.channel != HEALTH_CHANNEL))
     async with store.engine.connect() as conn:
         return [r[0] for r in (await conn.execute(query)).all()]
 

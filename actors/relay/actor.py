@@ -55,17 +55,23 @@ class RelayActor:
         self.core: SessionCore | None = None
         self.waiters = WaiterHub()
         self._lock = asyncio.Lock()
+        self._loading = asyncio.Lock()
         self._last_call = time.monotonic()
         self._idle: asyncio.Task[None] | None = None
 
     async def _load(self, now: float) -> SessionCore:
         self._last_call = time.monotonic()
         if self.core is None:
-            state = await repo.load_session(self.store, self.uid)
-            if state is None:
-                raise RelayError("not_found", "no such session")
-            self.core = SessionCore(state)
-            self._idle = asyncio.get_running_loop().create_task(self._idle_timer())
+            # Calls arrive concurrently: the first loads, the others wait for its result.
+            async with self._loading:
+                if self.core is None:
+                    state = await repo.load_session(self.store, self.uid)
+                    if state is None:
+                        raise RelayError("not_found", "no such session")
+                    core = SessionCore(state)
+                    core.rate.seed(await repo.recent_writes(self.store, self.uid, now - 60.0, core.rate.per_minute))
+                    self.core = core
+                    self._idle = asyncio.get_running_loop().create_task(self._idle_timer())
         if self.core.phase(now) == "purged":
             await self._purge()
         return self.core

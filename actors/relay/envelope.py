@@ -23,6 +23,19 @@ def iso_utc(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def epoch_of(ts: str) -> float:
+    """The inverse of iso_utc (whole seconds)."""
+    return dt.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc).timestamp()
+
+
+def drew_from_rate(envelope: dict[str, Any]) -> bool:
+    """Whether appending this envelope spent a write from the session's rate: every client
+    message and every upload; the relay's own notices do not."""
+    if envelope.get("message", {}).get("role") != "system":
+        return True
+    return envelope.get("metadata", {}).get("event") == "file_uploaded"
+
+
 def _bad(message: str) -> RelayError:
     return RelayError("invalid_request", message)
 

@@ -41,6 +41,11 @@ class MinuteWindow:
         self.per_minute = per_minute
         self._stamps: deque[float] = deque()
 
+    def seed(self, stamps: list[float]) -> None:
+        """Resume from writes made before this window existed (a restarted actor reads them
+        back from the log), so a restart is not a way around the rate."""
+        self._stamps = deque(sorted(stamps)[-self.per_minute:])
+
     def take(self, now: float) -> int | None:
         """Spend one write; None when granted, else whole seconds until one is free (>= 1)."""
         while self._stamps and now - self._stamps[0] >= 60.0:
@@ -51,21 +56,15 @@ class MinuteWindow:
         return max(1, math.ceil(self._stamps[0] + 60.0 - now))
 
 
-class WindowCounter:
-    """At most `per_hour` events per key in any rolling hour (session creation per client IP)."""
-
-    def __init__(self, per_hour: int) -> None:
-        self.per_hour = per_hour
-        self._events: dict[str, list[float]] = {}
-
-    def hit(self, key: str, now: float) -> int | None:
-        """Record one event; None when allowed (or disabled), else seconds until allowed."""
-        if self.per_hour <= 0:
-            return None
-        recent = [t for t in self._events.get(key, []) if now - t < 3600]
-        if len(recent) >= self.per_hour:
-            self._events[key] = recent
-            return max(1, math.ceil(3600 - (now - recent[0])))
-        recent.append(now)
-        self._events[key] = recent
+def hourly_retry(stamps: list[float], now: float, per_hour: int) -> int | None:
+    """At most `per_hour` events in any rolling hour (sessions created by one client address).
+    `stamps` are the earlier events' times, read from the store so that the count survives
+    restarts; None when one more is allowed (or the cap is off), else seconds until it is."""
+    if per_hour <= 0:
         return None
+    recent = sorted(t for t in stamps if now - t < 3600)
+    if len(recent) < per_hour:
+        return None
+    # The slot frees when enough of the oldest have left the hour to drop below the cap.
+    frees = recent[len(recent) - per_hour]
+    return max(1, math.ceil(3600 - (now - frees)))

@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from actors.relay.core import FileRecord, Plan
-from actors.relay.envelope import is_urgent
+from actors.relay.envelope import drew_from_rate, epoch_of, is_urgent
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import RelayLimits
 from actors.store import schema
@@ -26,14 +26,42 @@ def _row_values(state: SessionState) -> dict[str, Any]:
 
 def _state(row: Any) -> SessionState:
     values = dict(row)
+    values.pop("created_by", None)
     values["warned"] = values.get("warned") or []
     values["limits"] = RelayLimits.model_validate(values["limits"])
     return SessionState(**values)
 
 
-async def create_session(store: Store, state: SessionState) -> None:
+async def create_session(store: Store, state: SessionState, created_by: str | None = None) -> None:
     async with store.engine.begin() as conn:
-        await conn.execute(sa.insert(S).values(**_row_values(state)))
+        await conn.execute(sa.insert(S).values(**_row_values(state), created_by=created_by))
+
+
+async def creations_since(store: Store, client: str, since: float) -> list[float]:
+    """When `client` created sessions from `since` on (purged ones included: the cap counts
+    creations, not sessions that still exist)."""
+    query = sa.select(S.c.created).where(S.c.created_by == client, S.c.created >= since)
+    async with store.engine.connect() as conn:
+        return list((await conn.execute(query)).scalars().all())
+
+
+async def recent_writes(store: Store, uid: str, since: float, most: int) -> list[float]:
+    """Times of the session's last `most` rate-counted writes at or after `since`, read back
+    from the log so a restarted actor keeps the write rate."""
+    query = sa.select(M.c.envelope).where(M.c.uid == uid).order_by(M.c.seq.desc()).limit(most * 2 + 10)
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query)).scalars().all()
+    stamps: list[float] = []
+    for raw in rows:
+        envelope = json.loads(raw)
+        when = epoch_of(envelope["ts"])
+        if when < since:
+            break
+        if drew_from_rate(envelope):
+            stamps.append(when)
+            if len(stamps) >= most:
+                break
+    return stamps
 
 
 async def load_session(store: Store, uid: str) -> SessionState | None:

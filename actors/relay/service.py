@@ -22,7 +22,7 @@ from actors.relay.actor import RelayConfig, relay_actor
 from actors.relay.envelope import iso_utc
 from actors.relay.errors import RelayError, from_dict, is_error
 from actors.relay.lifecycle import SessionState
-from actors.relay.limits import RelayLimits, WindowCounter
+from actors.relay.limits import RelayLimits, hourly_retry
 from actors.relay.pairing import Blob, PairingToken, new_key, new_uid
 from actors.store.store import Store
 
@@ -53,7 +53,9 @@ class RelayService:
         self.clock = clock or Clock()
         self.blob = blob
         self.sweep_seconds = sweep_seconds
-        self.created = WindowCounter(limits.sessions_per_ip_per_hour)
+        # Counting and inserting under one lock, so two creations at once cannot both take the
+        # last slot of the hour.
+        self._creating = asyncio.Lock()
         self._handles: dict[str, Any] = {}
         self._keys: dict[str, str] = {}
         self._sweeper: asyncio.Task[None] | None = None
@@ -65,15 +67,17 @@ class RelayService:
     # -- sessions -------------------------------------------------------------------------
 
     async def create(self, client: str, base_url: str) -> dict[str, Any]:
-        now = self.now()
-        retry = self.created.hit(client, now)
-        if retry is not None:
-            raise RelayError("rate_limited", f"at most {self.limits.sessions_per_ip_per_hour} sessions an hour",
-                             retry_after=retry)
         uid, key = new_uid(), new_key()
-        state = SessionState(uid=uid, key_hash=hash_key(key), created=now, last_write=now,
-                             limits=self.limits)
-        await repo.create_session(self.store, state)
+        async with self._creating:
+            now = self.now()
+            earlier = await repo.creations_since(self.store, client, now - 3600)
+            retry = hourly_retry(earlier, now, self.limits.sessions_per_ip_per_hour)
+            if retry is not None:
+                raise RelayError("rate_limited", f"at most {self.limits.sessions_per_ip_per_hour} sessions an hour",
+                                 retry_after=retry)
+            state = SessionState(uid=uid, key_hash=hash_key(key), created=now, last_write=now,
+                                 limits=self.limits)
+            await repo.create_session(self.store, state, created_by=client)
         self._keys[uid] = state.key_hash
         out: dict[str, Any] = {"uid": uid, "url": f"{base_url.rstrip('/')}/s/{uid}", "key": key,
                                "created_at": iso_utc(now), "limits": self.limits.model_dump()}

@@ -32,7 +32,7 @@ from actors.devices.grants import device_of_server
 from actors.devices.people import OWNER_ID, check_pin
 from actors.devices.repository import conversation_person
 from actors.session.turnlog import TurnLog
-from actors.store.models import OutboxItem, new_id
+from actors.store.models import HEALTH_CHANNEL, OutboxItem, new_id
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -96,14 +96,15 @@ class SessionActor:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def open(self, create: bool = False) -> bool:
-        """Load from the store (or start a new conversation); False if it does not exist."""
+    async def open(self, create: bool = False, channel: str = "chat") -> str:
+        """Load from the store (or start a new conversation on `channel`); returns the
+        conversation's channel, or "" if it does not exist."""
         async with self._load_lock:
             if not self._loaded:
                 if not await self.core.load(self.store):
                     if not create:
-                        return False
-                    self.core.create()
+                        return ""
+                    self.core.create(channel)
                     # The conversation row is written at once so other replicas see it exists;
                     # only its messages wait for the batch flush.
                     await self.core.buffer.flush(self.store)
@@ -111,7 +112,8 @@ class SessionActor:
                 loop = asyncio.get_running_loop()
                 self._timers = [loop.create_task(self._flush_timer()), loop.create_task(self._idle_timer())]
         self._last_activity = time.monotonic()
-        return True
+        assert self.core.conversation is not None
+        return self.core.conversation.channel
 
     async def _flush_timer(self) -> None:
         while True:
@@ -378,6 +380,8 @@ class SessionActor:
         """After the reply is delivered: reflect on the exchange; a finished background task
         also distils playbook rules, and tool-using turns add to the work session."""
         exchange = turn.exchange or {}
+        if self.core.conversation is not None and self.core.conversation.channel == HEALTH_CHANNEL:
+            return
         if any(device_of_server(str(t.get("source") or "")) is not None for t in exchange.get("tools", [])):
             # Device output stays in its person's conversation: it never becomes shared memory.
             return

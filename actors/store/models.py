@@ -26,6 +26,11 @@ class MessageRecord(BaseModel):
     created: float = Field(default_factory=time.time)
 
 
+# A monitor's probe: its turns run for real, but it is not the owner talking, so nothing is
+# learned from it and it stays out of the conversation list, exports and activity figures.
+HEALTH_CHANNEL = "health"
+
+
 class ConversationRecord(BaseModel):
     id: str
     title: str = ""

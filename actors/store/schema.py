@@ -121,6 +121,9 @@ relay_sessions = sa.Table(
     sa.Column("warned", sa.JSON, nullable=True),
     sa.Column("expiring_warned_for", sa.Float, nullable=True),
     sa.Column("limits", sa.JSON, nullable=False),
+    # The creating client's address, for the sessions-an-hour cap.
+    sa.Column("created_by", sa.Text, nullable=True),
+    sa.Index("ix_relay_sessions_created_by", "created_by", "created"),
 )
 
 relay_messages = sa.Table(

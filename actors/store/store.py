@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from actors.store import schema
-from actors.store.models import AuditEntry, ConversationRecord, FileRecord, MessageRecord, OutboxItem
+from actors.store.models import HEALTH_CHANNEL, AuditEntry, ConversationRecord, FileRecord, MessageRecord, OutboxItem
 
 
 def resolve_url(database_url: str | None, home: Path) -> str:
@@ -113,8 +113,10 @@ class Store:
             rows = (await conn.execute(query)).mappings().all()
         return [MessageRecord(**r) for r in reversed(rows)]
 
-    async def list_conversations(self, limit: int = 50) -> list[ConversationRecord]:
+    async def list_conversations(self, limit: int = 50, include_health: bool = False) -> list[ConversationRecord]:
         query = sa.select(schema.conversations).order_by(schema.conversations.c.updated.desc()).limit(limit)
+        if not include_health:
+            query = query.where(schema.conversations.c.channel != HEALTH_CHANNEL)
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).mappings().all()
         return [ConversationRecord(**r) for r in rows]
