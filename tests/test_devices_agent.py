@@ -365,6 +365,42 @@ async def test_a_members_pin_approves_their_own_device_action_and_others_see_a_p
     await answering.stop()
 
 
+async def test_removing_a_person_revokes_and_closes_their_devices(device_server) -> None:
+    member = await add_member(device_server, "leaving@example.com")
+    kept = pair(device_server.url, OWNER_KEY, OWNER_PIN, label="Owner box")
+    theirs = [pair(device_server.url, member["Authorization"].split()[1], "1357", label=f"Member box {i}")
+              for i in range(2)]
+    mine, _ = await connected(device_server.url, kept["token"])
+    keeper = Answering(mine, echo)  # answers pings, so only a revocation could close it
+    online = [(await connected(device_server.url, p["token"]))[0] for p in theirs]
+    # Each waits for its close while answering pings, so silence cannot be what closes it.
+    closing = [asyncio.create_task(d.closed(60)) for d in online]
+    async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
+        person_id = (await client.get("/v1/me", headers=member)).json()["id"]
+        refused = await client.delete(f"/v1/admin/people/{person_id}", headers=member)
+        assert refused.status_code == 403  # a member cannot remove people, themselves included
+        gone = await client.delete(f"/v1/admin/people/{person_id}", headers=OWNER)
+        assert gone.status_code == 200 and gone.json() == {"id": person_id, "removed": True, "devices_revoked": 2}
+        assert [(await c)[0] for c in closing] == [4403, 4403]
+        for p in theirs:
+            ask = await client.post("/v1/ask", json={"message": "hi"}, headers={"Authorization": f"Bearer {p['token']}"})
+            assert ask.status_code == 401
+        assert (await client.get("/v1/me", headers=member)).status_code == 401
+        again = await client.delete(f"/v1/admin/people/{person_id}", headers=OWNER)
+        assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+        # Everyone else's devices are untouched.
+        assert not keeper.task.done()
+        await mine.send({"type": "ping"})
+        for _ in range(100):
+            if any(f.get("type") == "pong" for f in keeper.frames):
+                break
+            await asyncio.sleep(0.1)
+        assert any(f.get("type") == "pong" for f in keeper.frames)
+        keeper.task.cancel()
+        labels = [d["label"] for d in (await client.get("/v1/me/devices", headers=OWNER)).json()["data"]]
+        assert "Owner box" in labels
+
+
 async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
     first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
     second = pair(device_server.url, OWNER_KEY, OWNER_PIN)
