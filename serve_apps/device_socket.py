@@ -14,7 +14,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from actors.devices import repository as repo
 from actors.devices.actor import device_actor
-from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_SILENT, CLOSE_TOO_BIG,
+from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKED, CLOSE_SILENT, CLOSE_TOO_BIG,
                                      CLOSE_UNAUTHORIZED, ProtocolError, error_frame, frame_size, parse_frame,
                                      validate_hello)
 from actors.devices.settings import DeviceLimits
@@ -108,7 +108,7 @@ async def device_ws(websocket: WebSocket) -> None:
             await sock.send(error_frame(closed.reason))
         await sock.close(closed.code, closed.reason)
         return
-    await _serve(gw, sock, device, hello, limits)
+    await _serve(gw, sock, device, token, hello, limits)
 
 
 def _raise(exc: Exception) -> Any:
@@ -128,7 +128,7 @@ async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Any, limit
     raise AssertionError("unreachable")
 
 
-async def _serve(gw: Any, sock: _Socket, device: repo.Device, hello: Any, limits: DeviceLimits) -> None:
+async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Any, limits: DeviceLimits) -> None:
     conn_id = secrets.token_hex(8)
     actor, welcome = await _connect(gw, device, conn_id, hello, limits)
     await sock.send(welcome)
@@ -149,6 +149,10 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, hello: Any, limits
     async def pinger() -> None:
         while True:
             await asyncio.sleep(limits.ping_seconds)
+            # A revocation this process did not see (the operator's CLI, another replica) still
+            # ends the connection, at the latest one ping later.
+            if await repo.device_by_token(gw.store, token) is None:
+                raise _Closed(CLOSE_REVOKED, "this device was revoked")
             await sock.send({"type": "ping"})
 
     async def reader() -> None:

@@ -1,5 +1,5 @@
-"""Operator commands for people and devices: `iriis user add`, `iriis pin set --user`,
-`iriis device code` (a long-lived pairing code: up to 14 days and 10 uses, logged)."""
+"""Operator commands for people and devices: `iriis user add|list|remove`, `iriis pin set
+--user`, `iriis device code` (a long-lived pairing code: up to 14 days and 10 uses, logged)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,37 @@ def user_add_command(args: argparse.Namespace) -> int:
         print(f"iriis: {exc}; nothing was changed.", file=sys.stderr)
         return 2
     print(f"iriis: added {person.email} ({person.role}), person {person.id}.", file=sys.stderr)
+    return 0
+
+
+def user_list_command(_args: argparse.Namespace) -> int:
+    async def work(store: Store) -> list[tuple[people.Person, int]]:
+        found = await people.list_people(store)
+        return [(p, len(await repo.list_devices(store, p.id))) for p in found]
+    for person, devices in asyncio.run(_with_store(work)):
+        print(f"{person.id}\t{person.email or '-'}\t{person.role}\t{devices} device{'s' if devices != 1 else ''}")
+    return 0
+
+
+def user_remove_command(args: argparse.Namespace) -> int:
+    """Remove a person (the app reviewers' demo account once the review is over): their
+    devices are revoked with them, and the removal goes into the change log."""
+    async def work(store: Store) -> str | int:
+        person = await people.person_by_email(store, args.email)
+        if person is None:
+            return f"no person has the email {args.email}"
+        devices = len(await repo.list_devices(store, person.id))
+        await people.remove_person(store, person.id, actor="operator")
+        return devices
+    try:
+        outcome = asyncio.run(_with_store(work))
+    except ValueError as exc:
+        outcome = str(exc)
+    if isinstance(outcome, str):
+        print(f"iriis: {outcome}; nothing was changed.", file=sys.stderr)
+        return 2
+    print(f"iriis: removed {args.email} and revoked {outcome} device{'s' if outcome != 1 else ''}; a connected "
+          "device is closed (4403) at its next ping.", file=sys.stderr)
     return 0
 
 
@@ -127,6 +158,11 @@ def add_people_parsers(sub: Any) -> None:
     add_p.add_argument("--role", required=True, choices=["owner", "admin", "member", "staff"])
     add_p.add_argument("--stdin", action="store_true", help="read the password from standard input")
     add_p.set_defaults(func=user_add_command)
+    list_p = user_sub.add_parser("list", help="everyone, with their role and devices")
+    list_p.set_defaults(func=user_list_command)
+    remove_p = user_sub.add_parser("remove", help="remove a person and revoke their devices")
+    remove_p.add_argument("--email", required=True)
+    remove_p.set_defaults(func=user_remove_command)
 
     device_p = sub.add_parser("device", help="personal devices")
     device_sub = device_p.add_subparsers(dest="device_command", required=True)

@@ -401,6 +401,35 @@ async def test_removing_a_person_revokes_and_closes_their_devices(device_server)
         assert "Owner box" in labels
 
 
+async def test_the_operator_removes_a_person_from_the_command_line(device_server) -> None:
+    from tests.server_proc import IRIIS
+
+    member = await add_member(device_server, "reviewer@example.com")
+    paired = pair(device_server.url, member["Authorization"].split()[1], "1357", label="Review phone")
+    device, _ = await connected(device_server.url, paired["token"])
+    closing = asyncio.create_task(device.closed(60))  # answers pings while it waits
+
+    def iriis(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(IRIIS), "user", *args], env=device_server.env, capture_output=True,
+                              text=True, timeout=60)
+    listed = (await asyncio.to_thread(iriis, "list")).stdout.splitlines()
+    assert any(line.split("\t")[1:] == ["reviewer@example.com", "member", "1 device"] for line in listed)
+
+    removed = await asyncio.to_thread(iriis, "remove", "--email", "reviewer@example.com")
+    assert removed.returncode == 0, removed.stderr
+    assert "removed reviewer@example.com and revoked 1 device" in removed.stderr
+    # Another process revoked it: the live socket notices at its next ping.
+    assert (await closing)[0] == 4403
+    async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
+        ask = await client.post("/v1/ask", json={"message": "hi"}, headers={"Authorization": f"Bearer {paired['token']}"})
+        assert ask.status_code == 401
+        assert (await client.get("/v1/me", headers=member)).status_code == 401
+    assert not any("reviewer@example.com" in line for line in (await asyncio.to_thread(iriis, "list")).stdout.splitlines())
+
+    again = await asyncio.to_thread(iriis, "remove", "--email", "reviewer@example.com")
+    assert again.returncode == 2 and "no person has the email reviewer@example.com" in again.stderr
+
+
 async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
     first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
     second = pair(device_server.url, OWNER_KEY, OWNER_PIN)
