@@ -1,4 +1,5 @@
-"""People: web sign-in with email and password, and the admin's list of people."""
+"""People: web sign-in with email and password, a person's own conversations, and the
+admin's list of people."""
 
 from typing import Any
 
@@ -36,6 +37,28 @@ async def me(request: Request) -> dict[str, Any]:
     gw, who = await signed_in(request)
     person = await people.get_person(gw.store, who.person_id)
     return person.public() if person else {"id": who.person_id, "role": who.role}
+
+
+@router.get("/v1/me/sessions")
+async def my_sessions(request: Request) -> dict[str, Any]:
+    """The signed-in person's own conversations (never anyone else's)."""
+    gw, who = await signed_in(request)
+    data = [c.model_dump(exclude={"summary_upto"}) for c in await repo.person_conversations(gw.store, who.person_id)]
+    return {"data": data, "count": len(data)}
+
+
+@router.get("/v1/me/sessions/{session_id}/messages")
+async def my_messages(session_id: str, request: Request) -> dict[str, Any]:
+    """One of the person's own conversations, whole (their device's output included: it is theirs)."""
+    gw, who = await signed_in(request)
+    gw._check_id(session_id)
+    person, _device = await repo.conversation_person(gw.store, session_id)
+    if person != who.person_id:
+        # Someone else's conversation looks exactly like one that does not exist.
+        raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+    handle = await gw._session(session_id, create=False)
+    data = [{k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")} for m in await handle.messages.remote()]
+    return {"session_id": session_id, "data": data, "count": len(data)}
 
 
 @router.get("/v1/admin/people")

@@ -430,6 +430,38 @@ async def test_the_operator_removes_a_person_from_the_command_line(device_server
     assert again.returncode == 2 and "no person has the email reviewer@example.com" in again.stderr
 
 
+async def test_a_person_reads_back_their_own_conversations_and_nobody_elses(device_server, model) -> None:
+    member = await add_member(device_server, "history@example.com")
+    async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
+        model.enqueue(so.text("Tea is at four."))
+        theirs = (await client.post("/v1/ask", json={"message": "when is tea?"}, headers=member)).json()["session_id"]
+        model.enqueue(so.text("Bring biscuits."))
+        await client.post("/v1/ask", json={"message": "what should I bring?", "session_id": theirs}, headers=member)
+        model.enqueue(so.text("Owner's answer."))
+        mine = (await client.post("/v1/ask", json={"message": "owner question"}, headers=OWNER)).json()["session_id"]
+
+        listed = (await client.get("/v1/me/sessions", headers=member)).json()
+        assert [c["id"] for c in listed["data"]] == [theirs] and listed["count"] == 1
+        owners = [c["id"] for c in (await client.get("/v1/me/sessions", headers=OWNER)).json()["data"]]
+        assert mine in owners and theirs not in owners
+
+        read = (await client.get(f"/v1/me/sessions/{theirs}/messages", headers=member)).json()
+        assert [(m["role"], m["content"]) for m in read["data"]] == [
+            ("user", "when is tea?"), ("assistant", "Tea is at four."),
+            ("user", "what should I bring?"), ("assistant", "Bring biscuits.")]
+        for url in (f"/v1/me/sessions/{mine}/messages", "/v1/me/sessions/ffffffffffffffff/messages",
+                    "/v1/me/sessions/not!an!id/messages"):
+            refused = await client.get(url, headers=member)
+            assert refused.status_code == 404 and refused.json()["error"]["code"] == "session_not_found"
+
+        # A device token talks to the agent but cannot browse history.
+        paired = pair(device_server.url, member["Authorization"].split()[1], "1357", label="History phone")
+        device_auth = {"Authorization": f"Bearer {paired['token']}"}
+        assert (await client.get("/v1/me/sessions", headers=device_auth)).status_code == 403
+        assert (await client.get(f"/v1/me/sessions/{theirs}/messages", headers=device_auth)).status_code == 403
+        assert (await client.get("/v1/me/sessions")).status_code == 401
+
+
 async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
     first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
     second = pair(device_server.url, OWNER_KEY, OWNER_PIN)

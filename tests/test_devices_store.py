@@ -54,3 +54,18 @@ async def test_people_sign_in_and_removal_revokes_their_devices(store) -> None:
     assert await people.remove_person(store, person.id, "test")
     assert await repo.device_by_token(store, paired.token) is None
     assert sha256(paired.token) != paired.token
+
+
+async def test_each_person_lists_only_their_own_conversations(store) -> None:
+    from actors.store.models import HEALTH_CHANNEL, ConversationRecord
+
+    member = await people.add_person(store, "list@example.com", "member", "long-password")
+    convs = [ConversationRecord(id="owner-a", updated=1.0), ConversationRecord(id="owner-b", updated=3.0),
+             ConversationRecord(id="member-a", updated=2.0),
+             ConversationRecord(id="probe", channel=HEALTH_CHANNEL, updated=4.0)]
+    await store.write_batch(convs, [])
+    await repo.claim_conversation(store, "owner-b", people.OWNER_ID, None)  # claimed or not, the owner's
+    await repo.claim_conversation(store, "member-a", member.id, None)
+    assert [c.id for c in await repo.person_conversations(store, people.OWNER_ID)] == ["owner-b", "owner-a"]
+    assert [c.id for c in await repo.person_conversations(store, member.id)] == ["member-a"]
+    assert await repo.person_conversations(store, 999) == []

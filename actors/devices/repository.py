@@ -13,6 +13,7 @@ from actors.devices.people import OWNER_ID, log_change
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import code_hash, new_code, new_device_token, sha256
 from actors.store import schema
+from actors.store.models import HEALTH_CHANNEL, ConversationRecord
 from actors.store.store import Store
 
 MAX_CODE_DAYS = 14
@@ -197,3 +198,17 @@ async def conversation_person(store: Store, conversation_id: str) -> tuple[int, 
         row = (await conn.execute(sa.select(schema.conversation_people).where(
             schema.conversation_people.c.conversation_id == conversation_id))).mappings().first()
     return (row["person_id"], row["device_id"]) if row else (OWNER_ID, None)
+
+
+async def person_conversations(store: Store, person_id: int, limit: int = 50) -> list[ConversationRecord]:
+    """A person's own conversations, newest first. Conversations nobody claimed are the
+    owner's; health-check sessions are nobody's."""
+    conv, claims = schema.conversations, schema.conversation_people
+    whose = claims.c.person_id == person_id
+    if person_id == OWNER_ID:
+        whose = whose | claims.c.person_id.is_(None)
+    query = (sa.select(conv).select_from(conv.outerjoin(claims, claims.c.conversation_id == conv.c.id))
+             .where(whose, conv.c.channel != HEALTH_CHANNEL).order_by(conv.c.updated.desc()).limit(limit))
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query)).mappings().all()
+    return [ConversationRecord(**r) for r in rows]
