@@ -172,11 +172,10 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: shutting down; writing buffered conversations", flush=True)
     flushed = _flush_sessions()
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
-    if hub is not None:
-        try:
-            ray.get(hub.close.remote(), timeout=30)
-        except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest
-            log.exception("the tool servers did not stop cleanly")
+    try:
+        ray.get(hub.close.remote(), timeout=30)
+    except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest
+        log.exception("the tool servers did not stop cleanly")
     serve.shutdown()
     if not settings.ray_address:
         ray.shutdown()

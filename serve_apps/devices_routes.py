@@ -242,13 +242,7 @@ async def ask(body: AskRequest, request: Request) -> dict[str, Any]:
 async def ask_confirm(confirmation_id: str, body: ConfirmAnswer, request: Request) -> dict[str, Any]:
     """Yes or no to a proposed action in one of the caller's person's conversations."""
     gw, who = await person_or_device(request)
-    session_id = confirmation_id.rsplit(".", 1)[0]
-    person, _ = await repo.conversation_person(gw.store, session_id)
-    if "." not in confirmation_id or person != who.person_id:
+    person, _ = await repo.conversation_person(gw.store, gw.confirmation_session(confirmation_id))
+    if person != who.person_id:
         raise ApiError(404, "not_found", "No pending confirmation with that id.")
-    handle = await gw._session(session_id, create=False)
-    answer = await handle.answer_confirmation.remote(confirmation_id, body.approve, body.pin)
-    if "error" in answer:
-        status = {"not_found": 404, "pin_required": 422, "wrong_pin": 403, "pin_not_set": 409}[answer["error"]]
-        raise ApiError(status, answer["error"], answer["message"])
-    return answer
+    return await gw.answer_confirmation(confirmation_id, body.approve, body.pin)

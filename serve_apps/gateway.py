@@ -281,9 +281,12 @@ class Gateway:
     async def messages(self, session_id: str, request: Request) -> dict[str, Any]:
         self.owner(request)
         self._check_id(session_id)
+        return await self.stored_messages(session_id, await self._reader_is_person(session_id))
+
+    async def stored_messages(self, session_id: str, reader_is_person: bool) -> dict[str, Any]:
+        """A conversation's messages as the API returns them, shaped for who is reading."""
         handle = await self._session(session_id, create=False)
-        mine = await self._reader_is_person(session_id)
-        data = [for_reader({k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")}, mine)
+        data = [for_reader({k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")}, reader_is_person)
                 for m in await handle.messages.remote()]
         return {"session_id": session_id, "data": data, "count": len(data)}
 
@@ -312,11 +315,20 @@ class Gateway:
     @app.post("/v1/confirmations/{confirmation_id}")
     async def confirm(self, confirmation_id: str, body: ConfirmationAnswer, request: Request) -> dict[str, Any]:
         self.owner(request)
+        return await self.answer_confirmation(confirmation_id, body.approve, body.pin)
+
+    @staticmethod
+    def confirmation_session(confirmation_id: str) -> str:
+        """The conversation a confirmation id belongs to (ids are "<session>.<random>")."""
         session_id = confirmation_id.rsplit(".", 1)[0]
         if "." not in confirmation_id or not SESSION_ID.match(session_id):
             raise ApiError(404, "not_found", "No pending confirmation with that id.")
-        handle = await self._session(session_id, create=False)
-        answer = await handle.answer_confirmation.remote(confirmation_id, body.approve, body.pin)
+        return session_id
+
+    async def answer_confirmation(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+        """Yes or no to a pending confirmation; the session actor's refusals become API errors."""
+        handle = await self._session(self.confirmation_session(confirmation_id), create=False)
+        answer = await handle.answer_confirmation.remote(confirmation_id, approve, pin)
         if "error" in answer:
             status = {"not_found": 404, "pin_required": 422, "wrong_pin": 403, "pin_not_set": 409}[answer["error"]]
             raise ApiError(status, answer["error"], answer["message"])

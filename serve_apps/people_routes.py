@@ -56,9 +56,7 @@ async def my_messages(session_id: str, request: Request) -> dict[str, Any]:
     if person != who.person_id:
         # Someone else's conversation looks exactly like one that does not exist.
         raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
-    handle = await gw._session(session_id, create=False)
-    data = [{k: m[k] for k in ("id", "seq", "role", "content", "meta", "created")} for m in await handle.messages.remote()]
-    return {"session_id": session_id, "data": data, "count": len(data)}
+    return await gw.stored_messages(session_id, reader_is_person=True)
 
 
 @router.get("/v1/admin/people")

@@ -28,6 +28,9 @@ from actors.relay.settings import RelaySettings
 from actors.relay.tunnel import Forwarder, TunnelError, candidate_addresses, dial, ensure_certificate
 
 log = logging.getLogger("iriis.relay")
+# Asking a relay on this machine: a dead port refuses at once, but a live relay may need a while
+# to wake a session's actor on a busy machine, and a slow answer must not be taken for none.
+LOCAL_TIMEOUT = httpx.Timeout(30, connect=3)
 
 
 def _split_addr(addr: str, flag: str) -> tuple[str, int]:
@@ -55,7 +58,7 @@ def _existing_relay(host: str, port: int) -> str | None:
     """A relay already on -addr: ask it for a new session instead of failing (one host, many
     sessions). Returns its token, or None when whatever holds the port is not a relay."""
     try:
-        reply = httpx.post(f"http://{host}:{port}/sessions", timeout=httpx.Timeout(30, connect=3))
+        reply = httpx.post(f"http://{host}:{port}/sessions", timeout=LOCAL_TIMEOUT)
         if reply.status_code == 201 and reply.json().get("token"):
             return str(reply.json()["token"])
     except (httpx.HTTPError, ValueError):
@@ -173,9 +176,7 @@ def _print_session(url: str, key: str) -> None:
 
 async def _answers(base: str, uid: str, key: str) -> int | None:
     try:
-        # A dead port refuses at once; a live relay may need a while to wake the session's
-        # actor on a busy machine, and a slow answer must not send us down the TLS path.
-        async with httpx.AsyncClient(timeout=httpx.Timeout(30, connect=3)) as client:
+        async with httpx.AsyncClient(timeout=LOCAL_TIMEOUT) as client:
             reply = await client.get(f"{base}/s/{uid}", params={"since": 0, "limit": 1},
                                      headers={"Authorization": f"Bearer {key}"})
         return reply.status_code

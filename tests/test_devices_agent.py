@@ -63,6 +63,11 @@ class Answering:
         await self.device.close()
 
 
+async def never(_frame: dict[str, Any]) -> None:
+    """A device that takes calls and never answers them."""
+    return None
+
+
 async def echo(frame: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "content": {"summary": f"did {frame['tool']}", "text": json.dumps(frame["args"])}}
 
@@ -224,8 +229,6 @@ async def test_an_unanswered_call_tells_the_model_the_device_did_not_answer(devi
     paired = pair(device_server.url, OWNER_KEY, OWNER_PIN, skills=["files"])
     device, _ = await connected(device_server.url, paired["token"], hello(tools=[tool("files_mute", tier=0)]))
 
-    async def never(frame: dict[str, Any]) -> None:
-        return None
     answering = Answering(device, never)
     auth = {"Authorization": f"Bearer {paired['token']}"}
     await wait_offered(device_server, model, "files_mute", auth)
@@ -240,8 +243,6 @@ async def test_a_replaced_connections_calls_fail(device_server, model) -> None:
     paired = pair(device_server.url, OWNER_KEY, OWNER_PIN, skills=["files"])
     device, _ = await connected(device_server.url, paired["token"], hello(tools=[tool("files_hold", tier=0)]))
 
-    async def never(frame: dict[str, Any]) -> None:
-        return None
     answering = Answering(device, never)
     auth = {"Authorization": f"Bearer {paired['token']}"}
     await wait_offered(device_server, model, "files_hold", auth)

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.test_router_state import FakeClock
 from vision.coach import CoachGate, LineSuppressor, NoticeWatcher, coach_should_speak, words
 from vision.procedure import Instrument
 from vision.vlm import Reading, VlmAnswer
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 GAUGE = Instrument(name="boiler", unit="bar", min_value=0, max_value=4, safe_min=1, safe_max=2)

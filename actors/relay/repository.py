@@ -48,6 +48,8 @@ async def creations_since(store: Store, client: str, since: float) -> list[float
 async def recent_writes(store: Store, uid: str, since: float, most: int) -> list[float]:
     """Times of the session's last `most` rate-counted writes at or after `since`, read back
     from the log so a restarted actor keeps the write rate."""
+    # Newest first, with room for the relay's own notices (warnings, expiry) mixed in: those are
+    # a handful per session, so twice the rate plus a few always reaches back a whole minute.
     query = sa.select(M.c.envelope).where(M.c.uid == uid).order_by(M.c.seq.desc()).limit(most * 2 + 10)
     async with store.engine.connect() as conn:
         rows = (await conn.execute(query)).scalars().all()

@@ -10,8 +10,8 @@ from typing import Any
 
 SERVICE = "iriis-device"
 ACCOUNT = "device"
-NO_KEYRING = ("no OS keyring is available here (no Keychain, Credential Locker or Secret Service); "
-              "run again with --token-file PATH to keep the token in a file only you can read")
+USE_A_FILE = "run again with --token-file PATH to keep the token in a file only you can read"
+NO_KEYRING = f"no OS keyring is available here (no Keychain, Credential Locker or Secret Service); {USE_A_FILE}"
 
 
 class TokenStoreError(Exception):
@@ -50,7 +50,7 @@ class TokenStore:
         try:
             _keyring().set_password(SERVICE, ACCOUNT, text)
         except KeyringError as exc:
-            raise TokenStoreError(f"the keyring refused the token ({exc}); {NO_KEYRING.split('; ')[1]}") from exc
+            raise TokenStoreError(f"the keyring refused the token ({exc}); {USE_A_FILE}") from exc
 
     def load(self) -> dict[str, Any] | None:
         if self.file is not None:
