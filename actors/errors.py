@@ -14,10 +14,10 @@ from typing import Any
 import ray
 from pydantic import BaseModel, Field
 
+from actors.common.names import ERROR_LOG, NAMESPACE
 from actors.logmask import mask_secrets
 
-NAMESPACE = "iriis"
-ERROR_LOG_NAME = "errors"
+ERROR_LOG_NAME = ERROR_LOG
 RING_SIZE = 200
 
 

@@ -42,7 +42,7 @@ from actors.memory.embed import get_embedder  # noqa: E402
 from actors.memory.model import MindItem  # noqa: E402
 from actors.memory.scoring import IMPORTANCE_DIVISOR, RELEVANCE_WEIGHT, recency, relevance  # noqa: E402
 from actors.memory.select import rank, select  # noqa: E402
-from actors.memory.text import word_set  # noqa: E402
+from actors.common.text import word_set  # noqa: E402
 from actors.memory.vectors import reset_vector_cache, similarities_for, vectors_for  # noqa: E402
 from actors.store import schema  # noqa: E402
 from actors.store.migrate import migrate  # noqa: E402

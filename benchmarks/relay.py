@@ -125,13 +125,13 @@ async def main() -> None:
 
     import ray
 
-    from actors.errors import NAMESPACE
+    from actors.common.names import NAMESPACE
     from actors.relay.actor import RelayConfig
     from actors.relay.limits import RelayLimits
     from actors.relay.service import RelayService
     from actors.store.migrate import migrate
     from actors.store.store import Store
-    from serve_apps.relay_app import build_relay_app
+    from serve_apps.http.relay_app import build_relay_app
 
     app, waiting = baseline_app()
     base_port = free_port()

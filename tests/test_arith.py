@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from actors.tools.arith import CalcError, evaluate, find_expression, format_number
+from actors.common.arith import CalcError, evaluate, find_expression, format_number
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from actors.session.attachments import (
+from actors.common.attachments import (
     Attachment,
     expand_message,
     extract_text,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.session.budget import (
+from actors.common.budget import (
     KEEP_RECENT,
     OLD_RESULT_KEEP,
     RESULT_CAP,

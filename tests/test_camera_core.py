@@ -16,7 +16,7 @@ from actors.camera.state import CameraState
 from actors.providers.failover import LocalRouter
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_state import RouteEntry, RouterState
-from serve_apps.camera_routes import BadFrame, check_frame
+from serve_apps.sockets.camera import BadFrame, check_frame
 from tests import scripted_openai as so
 from vision.dial import DialReading
 from vision.perception import Perception

@@ -28,7 +28,7 @@ from actors.tools.mcp_client import (
     resolve_server,
     root_cause,
 )
-from actors.tools.spec import ToolError, ToolOutput, ToolSpec
+from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 ECHO = SERVERS / "echo_server.py"

@@ -7,11 +7,10 @@ import pytest
 
 from actors.devices.calls import CallTable
 from actors.devices.grants import offered_servers, switch_allowed
-from actors.devices.protocol import (EventRate, ProtocolError, result_text, sanitize_event, validate_hello,
-                                     wrap_device_output)
+from actors.devices.protocol import EventRate, ProtocolError, result_text, sanitize_event, validate_hello
 from actors.devices.settings import DeviceLimits, DeviceSettings
 from actors.devices.tokens import code_hash, new_code, new_device_token, normalize_code
-from actors.tools.spec import wrap_untrusted
+from actors.common.untrusted import wrap_device_output, wrap_untrusted
 
 
 def test_the_defaults_are_the_specs_numbers(monkeypatch) -> None:

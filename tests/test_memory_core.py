@@ -18,7 +18,7 @@ from actors.memory.scoring import jaccard, score
 from actors.memory.secrets import looks_secret
 from actors.memory.select import (
     MAX_LESSONS, MAX_MEMORIES, MAX_OPEN_LOOPS, MAX_PEOPLE, MAX_PLAYBOOK, MAX_SKILLS, Selection, select)
-from actors.memory.text import stem, tokenize, words
+from actors.common.text import stem, tokenize, words
 
 HOUR = 3600.0
 NOW = 1_000_000.0

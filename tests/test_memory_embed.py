@@ -20,7 +20,7 @@ from actors.memory import repository as memory
 from actors.memory.model import MindItem
 from actors.memory.scoring import score
 from actors.memory.select import rank, scored, select
-from actors.memory.text import words
+from actors.common.text import words
 from actors.store import schema
 from actors.store.store import Store
 

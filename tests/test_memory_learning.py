@@ -21,7 +21,7 @@ from actors.memory.reflection import InsertOp, is_correction
 from actors.memory.repository import list_events, list_items, memory_block, remember
 from actors.store.models import MessageRecord
 from actors.store.store import Store
-from serve_apps.agent_loop import cap_messages
+from serve_apps.deployments.agent_loop import cap_messages
 
 NOW = 1_800_000_000.0
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from actors.session.redact import REDACTED, is_secret_field, redact_secrets, redact_value
+from actors.common.redact import REDACTED, is_secret_field, redact_secrets, redact_value
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

@@ -14,13 +14,13 @@ import httpx
 import pytest
 import ray
 
-from actors.errors import NAMESPACE
+from actors.common.names import NAMESPACE
 from actors.relay.actor import RelayConfig, stored_file_path
 from actors.relay.limits import RelayLimits
 from actors.relay.service import Clock, RelayService
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.relay_app import build_relay_app
+from serve_apps.http.relay_app import build_relay_app
 
 pytestmark = pytest.mark.ray
 BASE = "http://127.0.0.1:7433"

@@ -9,7 +9,7 @@ import pytest
 from actors.tools.routing import (
     CORE_SERVERS, MAX_TOOLS, MORE_TOOLS_NAME, MORE_TOOLS_SPEC, ServerEntry, more_tools, more_tools_spec,
     offered_specs, route, schema_chars, stem, tokenize)
-from actors.tools.spec import ToolSpec
+from actors.common.toolspec import ToolSpec
 from benchmarks.routing import build_catalogue, build_messages, run
 
 

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from actors.tools.ssrf import (
+from actors.common.ssrf import (
     MAX_REDIRECTS,
     FetchError,
     SsrfError,

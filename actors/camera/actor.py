@@ -25,7 +25,8 @@ from pydantic import BaseModel
 from actors.camera import knowledge, procedures
 from actors.camera.look import fast_provider_free, look
 from actors.camera.state import CameraState
-from actors.errors import NAMESPACE, report
+from actors.common.names import NAMESPACE, actor_name, find_actor_async
+from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.memory.repository import PERSONA_KV, list_items
 from actors.memory.select import select
@@ -399,14 +400,5 @@ def camera_actor(stream_id: str, config: CameraConfig, session: Any = None) -> A
         stream_id, config, session)
 
 
-def find_camera(stream_id: str) -> Any | None:
-    try:
-        return ray.get_actor(f"camera:{stream_id}", namespace=NAMESPACE)
-    except ValueError:
-        return None
-
-
-def live_cameras() -> list[str]:
-    """Stream ids of the open camera streams (a blocking GCS call: run it in a thread)."""
-    return [info["name"].split(":", 1)[1] for info in ray.util.list_named_actors(all_namespaces=True)
-            if info.get("namespace") == NAMESPACE and info.get("name", "").startswith("camera:")]
+async def find_camera(stream_id: str) -> Any | None:
+    return await find_actor_async(actor_name("camera", stream_id))

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from actors.memory.text import word_set
-from actors.session.attachments import extract_text
+from actors.common.text import word_set
+from actors.common.attachments import extract_text
 from actors.store import schema
 from actors.store.store import Store
 from vision.vlm import CAP_EXCERPT, MAX_EXCERPTS

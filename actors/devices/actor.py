@@ -25,7 +25,8 @@ from actors.devices.grants import offered_servers
 from actors.devices.protocol import (CLOSE_REPLACED, EventRate, Hello, ProtocolError, error_frame,
                                      sanitize_event, welcome)
 from actors.devices.settings import DeviceLimits
-from actors.errors import NAMESPACE, report
+from actors.common.names import NAMESPACE, TOOL_HUB, actor_name, find_actor_async, live_actors
+from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.store.store import Store
 
@@ -239,14 +240,7 @@ class DeviceActor:
 
 
 async def _hub() -> Any:
-    from actors.tools.hub import HUB_NAME
-
-    def lookup() -> Any:
-        try:
-            return ray.get_actor(HUB_NAME, namespace=NAMESPACE)
-        except ValueError:
-            return None
-    return await asyncio.to_thread(lookup)
+    return await find_actor_async(TOOL_HUB)
 
 
 def device_actor(device_id: int, database_url: str, limits: DeviceLimits) -> Any:
@@ -254,21 +248,11 @@ def device_actor(device_id: int, database_url: str, limits: DeviceLimits) -> Any
                                lifetime="detached").remote(device_id, database_url, limits.model_dump())
 
 
-def live_device(device_id: int) -> Any | None:
-    """The actor of a connected device, or None (a blocking GCS call: use a thread)."""
-    try:
-        return ray.get_actor(f"device:{device_id}", namespace=NAMESPACE)
-    except ValueError:
-        return None
+async def live_device(device_id: int) -> Any | None:
+    """The actor of a connected device, or None."""
+    return await find_actor_async(actor_name("device", device_id))
 
 
 def live_devices() -> dict[int, Any]:
-    found: dict[int, Any] = {}
-    for info in ray.util.list_named_actors(all_namespaces=True):
-        name = info.get("name", "")
-        if info.get("namespace") == NAMESPACE and name.startswith("device:"):
-            try:
-                found[int(name.split(":", 1)[1])] = ray.get_actor(name, namespace=NAMESPACE)
-            except ValueError:
-                continue
-    return found
+    """Connected devices' actors by id (blocking: for the CLI)."""
+    return {int(k): v for k, v in live_actors("device").items()}

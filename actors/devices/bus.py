@@ -11,7 +11,7 @@ from typing import Any
 
 import ray
 
-from actors.errors import NAMESPACE
+from actors.common.names import NAMESPACE
 
 log = logging.getLogger(__name__)
 BUS_NAME = "device-events"

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from actors.devices.protocol import DeviceTool, Hello
-from actors.tools.spec import ToolSpec
+from actors.common.toolspec import ToolSpec
 
 DEVICE_SERVER = re.compile(r"^device(\d+)_([a-z][a-z0-9_]*)$")
 ROLES: tuple[str, ...] = ("owner", "admin", "member", "staff")

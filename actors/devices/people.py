@@ -6,9 +6,6 @@ pipeline reads it, so `iriis pin set` and `iriis pin set --user <owner>` mean th
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 import time
 from typing import Any
 
@@ -16,15 +13,14 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 
 from actors.devices.grants import ROLES
-from actors.devices.tokens import new_session_token, sha256
-from actors.session.pin import hash_pin, verify_pin
+from actors.common.hashing import hash_password, hash_pin, sha256_hex as sha256, verify_secret_async
+from actors.devices.tokens import new_session_token
 from actors.store import schema
 from actors.store.store import Store
 
 OWNER_ID = 1
 OWNER_PIN_KV = "owner_pin_hash"
 SESSION_SECONDS = 30 * 24 * 3600.0
-_N, _R, _P = 2**14, 8, 1
 
 
 class Person(BaseModel):
@@ -37,23 +33,6 @@ class Person(BaseModel):
         return self.model_dump()
 
 
-def hash_password(password: str) -> str:
-    if len(password) < 8:
-        raise ValueError("a password has at least 8 characters")
-    salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=_N, r=_R, p=_P)
-    return f"scrypt${salt.hex()}${digest.hex()}"
-
-
-def verify_password(password: str, stored: str | None) -> bool:
-    if not stored:
-        return False
-    try:
-        scheme, salt_hex, digest_hex = stored.split("$")
-    except ValueError:
-        return False
-    digest = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt_hex), n=_N, r=_R, p=_P)
-    return scheme == "scrypt" and hmac.compare_digest(digest.hex(), digest_hex)
 
 
 def _person(row: Any) -> Person:
@@ -131,14 +110,14 @@ async def check_pin(store: Store, person_id: int, pin: str | None) -> str | None
                 schema.people.c.id == person_id))).scalar()
     if not stored:
         return "pin_not_set"
-    return None if verify_pin(pin, stored) else "wrong_pin"
+    return None if await verify_secret_async(pin, stored) else "wrong_pin"
 
 
 async def sign_in(store: Store, email: str, password: str) -> tuple[Person, str] | None:
     async with store.engine.connect() as conn:
         row = (await conn.execute(sa.select(schema.people).where(
             sa.func.lower(schema.people.c.email) == email.strip().lower()))).mappings().first()
-    if row is None or not verify_password(password, row["password_hash"]):
+    if row is None or not await verify_secret_async(password, row["password_hash"]):
         return None
     token = new_session_token()
     now = time.time()

@@ -11,7 +11,7 @@ import contextvars
 from typing import Any
 
 from actors.devices.grants import device_of_server, skills_note
-from actors.tools.spec import ToolError, ToolOutput, ToolSpec
+from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 
 # Who the current call is for: {"person": id, "device": id | None} (the device that asked).
 CALL_SCOPE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("device_call_scope", default=None)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
+
+from actors.common.hashing import sha256_hex as sha256
 
 DEVICE_TOKEN_PREFIX = "irad_"
 SESSION_TOKEN_PREFIX = "irss_"
 # No 0/O or 1/I: a code is read off one screen and typed on another.
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
-
-
-def sha256(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def new_device_token() -> str:

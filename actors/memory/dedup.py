@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from actors.memory.model import MAX_IMPORTANCE, Kind, MindItem, clamp_importance
 from actors.memory.scoring import jaccard
-from actors.memory.text import word_set
+from actors.common.text import word_set
 
 DUPLICATE_OVERLAP = 0.75
 REINFORCE_STEP = 1.0

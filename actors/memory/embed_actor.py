@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from actors.errors import NAMESPACE
+from actors.common.names import NAMESPACE
 from actors.memory.embed import Embedder, load_embedder
 
 

@@ -27,7 +27,7 @@ from actors.memory.reflect_prompt import Exchange, reflection_prompt
 from actors.memory.reflection import find_reflection, is_trivial, plan_reflection
 from actors.memory.repository import PERSONA_KV, list_items
 from actors.memory.scoring import score
-from actors.memory.text import word_set
+from actors.common.text import word_set
 from actors.store import schema
 from actors.store.models import HEALTH_CHANNEL
 from actors.store.store import Store

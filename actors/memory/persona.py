@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from actors.memory.jsonish import find_object
+from actors.common.jsonish import find_object
 from actors.memory.model import MindItem, Persona
 from actors.memory.reflect_prompt import cut
 from actors.memory.secrets import looks_secret

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 from actors.memory.dedup import Insert, decide_insert
-from actors.memory.jsonish import find_object
+from actors.common.jsonish import find_object
 from actors.memory.model import MindItem
 from actors.memory.reflect_prompt import cut
 from actors.memory.reflection import DeactivateOp, InsertOp, ReinforceOp, parse_id

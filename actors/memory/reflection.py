@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from actors.memory.dedup import Insert, decide_insert, reinforced_importance
-from actors.memory.jsonish import find_object
+from actors.common.jsonish import find_object
 from actors.memory.model import DEFAULT_IMPORTANCE, Kind, MindItem, Mood, clamp_importance, clamp_valence
 from actors.memory.secrets import looks_secret
 

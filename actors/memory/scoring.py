@@ -14,7 +14,7 @@ import math
 from collections.abc import Set
 
 from actors.memory.model import MindItem
-from actors.memory.text import word_set
+from actors.common.text import word_set
 
 RECENCY_BASE = 0.995
 IMPORTANCE_DIVISOR = 10.0

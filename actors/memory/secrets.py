@@ -2,7 +2,7 @@
 providers, so a password that reaches it leaks on every turn.
 
 Two kinds of signal. Machine-shaped secrets (labelled `password: x`, bearer tokens, issued API
-key shapes, PEM blocks) are what `actors.session.redact` already finds, so a text it would
+key shapes, PEM blocks) are what `actors.common.redact` already finds, so a text it would
 change is a secret here. Owners also say secrets in plain speech ("my password is hunter2",
 "the door code is 1234", "PIN 4821"), which redaction, written for config files and HTTP
 output, does not look for; the patterns below cover those. The words alone are never enough
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from actors.session.redact import redact_secrets
+from actors.common.redact import redact_secrets
 
 # Words that can follow "password is" without being the password, so that where a secret is
 # kept ("on the router") or what happened to it ("expired") can still be remembered.

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, computed_field
 from actors.memory.hybrid import Z_CEIL, Z_FLOOR, is_related, standardise
 from actors.memory.model import Kind, MindItem
 from actors.memory.scoring import IMPORTANCE_DIVISOR, RECENCY_BASE, RELEVANCE_WEIGHT, SECONDS_PER_HOUR
-from actors.memory.text import word_set
+from actors.common.text import word_set
 
 # Per-group caps; goals have none, as the spec injects all of them.
 MEMORY_KINDS: tuple[Kind, ...] = ("fact", "insight", "pattern")

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from actors.providers.types import Delta, StreamEnd, TextDelta, ToolCall
-from actors.tools.arith import find_expression
+from actors.common.arith import find_expression
 
 NO_MODEL = (
     "No language model is configured on this server, so I can only do arithmetic and tell the time. "

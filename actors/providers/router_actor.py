@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import ray
 
-from actors.errors import NAMESPACE
+from actors.common.names import NAMESPACE
 from actors.logmask import install_log_masking
 from actors.providers.failover import apply_outcome
 from actors.providers.openai_compat import OpenAICompatProvider

@@ -20,7 +20,8 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from actors.errors import NAMESPACE, report
+from actors.common.names import NAMESPACE
+from actors.errors import report
 from actors.relay import repository as repo
 from actors.relay.core import Plan, SessionCore
 from actors.relay.envelope import is_urgent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from actors.tools.spec import wrap_untrusted
+from actors.common.untrusted import wrap_untrusted
 
 Envelope = dict[str, Any]
 

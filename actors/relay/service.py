@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import hmac
 import logging
 import time
@@ -15,6 +14,7 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 
+from actors.common.hashing import sha256_hex as hash_key
 from actors.errors import report
 from actors.relay import lifecycle
 from actors.relay import repository as repo
@@ -27,10 +27,6 @@ from actors.relay.pairing import Blob, PairingToken, new_key, new_uid
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class Clock:

@@ -18,12 +18,13 @@ from typing import Any
 import ray
 from pydantic import BaseModel
 
-from actors.errors import NAMESPACE, report
+from actors.common.names import NAMESPACE, live_actors, live_actors_async
+from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.memory.embed_actor import remote_encoder
 from actors.memory.reflection import is_trivial
 from actors.memory.repository import memory_block
-from actors.session.attachments import expand_message
+from actors.common.attachments import expand_message
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import TurnEvent
 from actors.session.files import render_attachments
@@ -446,17 +447,12 @@ def work_summary(exchange: dict[str, Any]) -> str:
 
 
 def live_sessions() -> dict[str, Any]:
-    """Handles of the session actors alive now, by session id (a blocking GCS call: run it in a
-    thread from async code)."""
-    found: dict[str, Any] = {}
-    for info in ray.util.list_named_actors(all_namespaces=True):
-        name = info.get("name", "")
-        if info.get("namespace") == NAMESPACE and name.startswith("session:"):
-            try:
-                found[name.split(":", 1)[1]] = ray.get_actor(name, namespace=NAMESPACE)
-            except ValueError:  # exited between the listing and the lookup
-                continue
-    return found
+    """Handles of the session actors alive now, by session id (blocking: for the CLI)."""
+    return live_actors("session")
+
+
+async def live_sessions_async() -> dict[str, Any]:
+    return await live_actors_async("session")
 
 
 def session_actor(session_id: str, config: SessionConfig, agent: Any) -> Any:

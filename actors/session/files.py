@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.session.attachments import extract_text, parse_attachments, render_attachment
+from actors.common.attachments import extract_text, parse_attachments, render_attachment
 from actors.session.events import TurnEvent
 from actors.session.turnlog import TurnLog
 from actors.store.store import Store

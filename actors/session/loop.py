@@ -18,12 +18,14 @@ from pydantic import BaseModel
 from actors.providers.chunker import SentenceChunker
 from actors.providers.guard import ToolCallGuard
 from actors.providers.types import Delta, TextDelta, ToolCall
-from actors.session.budget import compact_tool_messages
+from actors.common.budget import compact_tool_messages
 from actors.session.claims import claim_sentence
 from actors.session.events import TurnEvent
-from actors.session.redact import redact_value
+from actors.common.redact import redact_value
 from actors.store.models import AuditEntry
-from actors.tools.spec import CONFIRM, PIN, ToolBox, ToolResult, ToolSpec, wrap_untrusted
+from actors.common.toolspec import CONFIRM, PIN, ToolResult, ToolSpec
+from actors.common.untrusted import wrap_untrusted
+from actors.tools.spec import ToolBox
 
 MAX_CHAT_STEPS = 10
 MAX_BACKGROUND_STEPS = 20

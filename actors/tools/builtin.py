@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from actors.session.attachments import extract_text
+from actors.common.attachments import extract_text
+from actors.common.names import live_actors_async
 from actors.store.models import OutboxItem
 from actors.store.store import Store
-from actors.tools.arith import CalcError, evaluate, format_number
-from actors.tools.spec import ToolBox, ToolError, ToolOutput, ToolSpec
+from actors.common.arith import CalcError, evaluate, format_number
+from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
+from actors.tools.spec import ToolBox
 
 SHELL_TIMEOUT = 30.0
 SHELL_OUTPUT_CAP = 8000
@@ -91,10 +93,9 @@ async def _look_at_camera(args: dict[str, Any]) -> str:
     question = str(args.get("question") or "").strip()[:500]
     if not question:
         raise ToolError("the question is empty")
-    from actors.camera.actor import find_camera, live_cameras
-
-    streams = await asyncio.to_thread(live_cameras)
-    camera = await asyncio.to_thread(find_camera, streams[-1]) if streams else None
+    # The newest open stream; found by name, so the tools need not import the camera package.
+    streams = list((await live_actors_async("camera")).values())
+    camera = streams[-1] if streams else None
     if camera is None:
         raise ToolError("no camera stream is open; ask the owner to open the camera page first")
     answer = await camera.ask.remote(question, "agent")

@@ -30,7 +30,8 @@ from pydantic import BaseModel
 
 from actors.tools.config import McpConfig, RestartPolicy, ServerConfig
 from actors.tools.mcp_client import McpCallError, McpConnection, McpError, McpTimeout, McpUnavailable
-from actors.tools.spec import Handler, ToolBox, ToolError, ToolOutput, ToolSpec
+from actors.common.toolspec import Handler, ToolError, ToolOutput, ToolSpec
+from actors.tools.spec import ToolBox
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from actors.tools.spec import tier_from
+from actors.common.toolspec import tier_from
 
 
 class ServerConfig(BaseModel):

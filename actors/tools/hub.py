@@ -13,14 +13,14 @@ from typing import Any
 import ray
 
 from actors.devices import provider as device_provider
-from actors.errors import NAMESPACE
+from actors.common.names import NAMESPACE, TOOL_HUB
 from actors.logmask import install_log_masking
 from actors.tools.catalogue import Catalogue
 from actors.tools.config import McpConfig
-from actors.tools.spec import ToolError, ToolSpec
+from actors.common.toolspec import ToolError, ToolSpec
 
 log = logging.getLogger(__name__)
-HUB_NAME = "tools"
+HUB_NAME = TOOL_HUB
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)

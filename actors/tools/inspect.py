@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from actors.session.attachments import extract_text
+from actors.common.attachments import extract_text
 from actors.settings import Kind, ProviderConfig
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from actors.tools.routing import MAX_TOOLS, MORE_TOOLS_NAME, ServerEntry, more_tools, more_tools_spec, route
-from actors.tools.spec import ToolBox, ToolError, ToolOutput, ToolSpec
+from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
+from actors.tools.spec import ToolBox
 
 
 def _text(content: Any) -> str:

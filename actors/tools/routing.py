@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from actors.tools.spec import ToolSpec
+from actors.common.toolspec import ToolSpec
 
 CORE_SERVERS: tuple[str, ...] = ("core", "memory", "web", "tasks", "self")
 MAX_TOOLS = 64

@@ -31,7 +31,8 @@ from actors.providers.types import Delta, StreamEnd, TextDelta, ToolCall
 from actors.session.events import TurnEvent
 from actors.session.loop import CLAIM_CORRECTION, ConfirmRequest, TurnContext, run_turn
 from actors.store.models import AuditEntry
-from actors.tools.spec import Handler, ToolBox, ToolSpec
+from actors.common.toolspec import Handler, ToolSpec
+from actors.tools.spec import ToolBox
 
 Call = tuple[str, dict[str, Any]]
 Kind = Literal["attack", "benign"]

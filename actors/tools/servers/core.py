@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from actors.tools.arith import CalcError, evaluate, format_number
+from actors.common.arith import CalcError, evaluate, format_number
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from actors.memory.model import Kind
 from actors.memory.hybrid import is_related, standardise
 from actors.memory.select import scored
 from actors.memory.vectors import similarities_for
-from actors.memory.text import word_set
+from actors.common.text import word_set
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
 

@@ -33,7 +33,7 @@ from actors.relay.watcher import Watcher
 from actors.store.models import OutboxItem
 from actors.store.store import Store
 from actors.tools.servers.files import database_url_from_env
-from actors.tools.spec import wrap_untrusted
+from actors.common.untrusted import wrap_untrusted
 
 log = logging.getLogger(__name__)
 TEXT_TYPES = ("text/", "application/json", "application/x-ndjson", "application/xml", "application/yaml")

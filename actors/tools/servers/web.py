@@ -1,7 +1,7 @@
 """MCP server "web": read a page, preview a link and (when configured) search the web.
 
 Run over stdio: ``python -m actors.tools.servers.web``. Every fetch of a URL that came from the
-model or from a page goes through the SSRF guard (actors/tools/ssrf.py).
+model or from a page goes through the SSRF guard (actors/common/ssrf.py).
 
 Environment:
 
@@ -35,7 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from actors.tools.ssrf import (
+from actors.common.ssrf import (
     FetchError,
     FetchResult,
     Resolver,

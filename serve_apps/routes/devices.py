@@ -16,9 +16,9 @@ from actors.devices.grants import switch_allowed
 from actors.devices.protocol import KINDS, SKILL_NAME
 from actors.devices.tokens import pair_link
 from actors.store.models import new_id
-from serve_apps.api import ApiError, error_body, gateway_of
-from serve_apps.devices_service import close_device, device_limits, device_settings, device_state, regrant
-from serve_apps.people_auth import person_or_device, require_manager, signed_in
+from serve_apps.http.errors import ApiError, error_body, gateway_of
+from serve_apps.routes.device_calls import close_device, device_limits, device_settings, device_state, regrant
+from serve_apps.http.people_auth import person_or_device, require_manager, signed_in
 
 router = APIRouter()
 ASSISTANT_NAME = "Iriis"

@@ -5,18 +5,19 @@ Keys are compared by SHA-256 digest, so the gateway never holds a raw key it did
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 
 from starlette.requests import HTTPConnection
+
+from actors.common.hashing import sha256_hex
 
 COOKIE_NAME = "iriis_key"
 KEY_PREFIX = "iriis_"
 
 
 def hash_key(key: str) -> str:
-    return hashlib.sha256(key.strip().encode()).hexdigest()
+    return sha256_hex(key.strip())
 
 
 def new_owner_key() -> str:

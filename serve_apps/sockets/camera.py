@@ -28,8 +28,8 @@ from actors.errors import report
 from actors.providers.types import ProviderError
 from actors.tools.inspect import configured_provider, transcribe
 from actors.store.models import new_id
-from serve_apps.api import ApiError, gateway_of
-from serve_apps.auth import key_matches, presented_key
+from serve_apps.http.errors import ApiError, gateway_of
+from serve_apps.http.auth import key_matches, presented_key
 from vision.frames import looks_like_jpeg
 from vision.procedure import ProcedureCreate
 
@@ -349,7 +349,7 @@ async def _serve(ws: WebSocket, stream: Stream, idle: float) -> None:
 
 async def _viewer(ws: WebSocket, gw: Any, stream_id: str) -> None:
     """A watch-only viewer: WebRTC signalling relayed through the stream's actor."""
-    camera = await asyncio.to_thread(find_camera, stream_id)
+    camera = await find_camera(stream_id)
     if camera is None:
         await ws.close(CLOSE_NO_STREAM, "no open camera stream with that id")
         return

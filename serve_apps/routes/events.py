@@ -8,7 +8,7 @@ from fastapi.responses import StreamingResponse
 
 from actors.devices import repository as repo
 from actors.devices.bus import event_bus
-from serve_apps.people_auth import signed_in
+from serve_apps.http.people_auth import signed_in
 
 router = APIRouter()
 KEEPALIVE_SECONDS = 15.0

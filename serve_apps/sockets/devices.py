@@ -19,8 +19,8 @@ from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKE
                                      validate_hello)
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
-from serve_apps.auth import presented_key
-from serve_apps.devices_service import device_limits
+from serve_apps.http.auth import presented_key
+from serve_apps.routes.device_calls import device_limits
 
 log = logging.getLogger(__name__)
 router = APIRouter()

@@ -16,13 +16,13 @@ from actors.devices.settings import DeviceSettings
 from actors.devices.tokens import pair_link
 from actors.store.migrate import migrate
 from actors.store.store import Store
+from serve_apps.cli.common import settings_or_exit
 
 
 def _database_url() -> str:
     from actors.store.store import resolve_url
-    from serve_apps.cli import _settings_or_exit
 
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     return resolve_url(settings.database_url, settings.iriis_home)
 
 
@@ -139,9 +139,8 @@ def device_code_command(args: argparse.Namespace) -> int:
         print(f"iriis: no person has the email {args.email}", file=sys.stderr)
         return 2
     code, _expires = made
-    from serve_apps.cli import _settings_or_exit
 
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     base = DeviceSettings().public_url or f"http://{settings.iriis_host}:{settings.iriis_port}"
     print(code)
     print(pair_link(base, code))

@@ -7,10 +7,10 @@ from typing import Any
 from actors.session.actor import SessionConfig
 from actors.settings import ProviderConfig, Settings
 from actors.tools.config import McpConfig
-from serve_apps.agent_loop import AgentLoop
+from serve_apps.deployments.agent_loop import AgentLoop
 from actors.camera.actor import CameraConfig
-from serve_apps.gateway import Gateway, GatewayConfig
-from serve_apps.perception import perception_app
+from serve_apps.deployments.gateway import Gateway, GatewayConfig
+from serve_apps.deployments.perception import perception_app
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],

@@ -1,6 +1,5 @@
 """Small helpers the device routes share: the limits in force and reaching a live DeviceActor."""
 
-import asyncio
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +22,7 @@ def device_limits() -> DeviceLimits:
 async def close_device(device_id: int, revoked: bool = True, code: int = CLOSE_REVOKED,
                        reason: str = "this device was revoked") -> bool:
     """Close a device's live connection, if it has one."""
-    actor = await asyncio.to_thread(live_device, device_id)
+    actor = await live_device(device_id)
     if actor is None:
         return False
     try:
@@ -34,7 +33,7 @@ async def close_device(device_id: int, revoked: bool = True, code: int = CLOSE_R
 
 
 async def regrant(device_id: int) -> None:
-    actor = await asyncio.to_thread(live_device, device_id)
+    actor = await live_device(device_id)
     if actor is not None:
         try:
             await actor.regrant.remote()
@@ -43,7 +42,7 @@ async def regrant(device_id: int) -> None:
 
 
 async def device_state(device_id: int) -> dict[str, Any] | None:
-    actor = await asyncio.to_thread(live_device, device_id)
+    actor = await live_device(device_id)
     if actor is None:
         return None
     try:

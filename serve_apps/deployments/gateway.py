@@ -6,7 +6,6 @@ must see real types, not strings, to tell bodies and requests from query paramet
 """
 
 
-import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -23,24 +22,24 @@ from starlette.routing import Route
 
 from actors.errors import error_log, report
 from actors.logmask import install_log_masking
-from actors.session.actor import SessionConfig, SessionNotFound, live_sessions, session_actor
+from actors.session.actor import SessionConfig, SessionNotFound, live_sessions_async, session_actor
 from actors.session.events import TurnEvent
 from actors.store.models import HEALTH_CHANNEL, new_id
 from actors.store.store import Store
-from actors.tools.ssrf import FetchError, SsrfError, link_preview, safe_fetch
-from serve_apps.agent_mcp import AgentMcpApp
-from serve_apps.api import ApiError, app
-from serve_apps.auth import COOKIE_NAME, key_matches, presented_key
+from actors.common.ssrf import FetchError, SsrfError, link_preview, safe_fetch
+from serve_apps.http.agent_mcp import AgentMcpApp
+from serve_apps.http.errors import ApiError, app
+from serve_apps.http.auth import COOKIE_NAME, key_matches, presented_key
 from actors.camera.actor import CameraConfig
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import event_for_reader, for_reader
 from actors.devices.repository import conversation_person
-from serve_apps.camera_routes import router as camera_router
-from serve_apps.memory_routes import router as memory_router
-from serve_apps.device_socket import router as device_socket_router
-from serve_apps.devices_routes import router as devices_router
-from serve_apps.events_routes import router as events_router
-from serve_apps.people_routes import router as people_router
+from serve_apps.sockets.camera import router as camera_router
+from serve_apps.routes.memory import router as memory_router
+from serve_apps.sockets.devices import router as device_socket_router
+from serve_apps.routes.devices import router as devices_router
+from serve_apps.routes.events import router as events_router
+from serve_apps.routes.people import router as people_router
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +350,7 @@ class Gateway:
 
     async def _live_session_holding(self, message_id: str) -> str | None:
         """A message not flushed yet lives only in its session actor: ask the live ones."""
-        for session_id, actor in (await asyncio.to_thread(live_sessions)).items():
+        for session_id, actor in (await live_sessions_async()).items():
             try:
                 if await actor.has_message.remote(message_id):
                     return session_id
@@ -361,7 +360,7 @@ class Gateway:
 
     async def flush_live_sessions(self) -> None:
         """Write every live session's buffer, so an export sees what was said a moment ago."""
-        for actor in (await asyncio.to_thread(live_sessions)).values():
+        for actor in (await live_sessions_async()).values():
             try:
                 await actor.flush.remote()
             except RayActorError:

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from actors.errors import report
 
-log = logging.getLogger("serve_apps.gateway")
+log = logging.getLogger("serve_apps.deployments.gateway")
 
 
 class ApiError(Exception):

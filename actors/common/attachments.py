@@ -17,7 +17,7 @@ from pathlib import PurePath
 
 from pydantic import BaseModel
 
-from actors.session.budget import cap_result
+from actors.common.budget import cap_result
 
 # One attachment per line, nothing else on it; spaces are tolerated anywhere
 # a person typing it by hand might add them. `(?=\r?$)` keeps CRLF text intact.

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from actors.memory import repository as memory
 from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
-from serve_apps.api import ApiError, gateway_of
+from serve_apps.http.errors import ApiError, gateway_of
 
 router = APIRouter()
 

@@ -14,12 +14,12 @@ import time
 from typing import Any
 
 from actors.logmask import install_log_masking
-from actors.settings import Settings, SettingsError, load_settings
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
-from actors.session.pin import hash_pin
+from actors.common.hashing import hash_pin
 from actors.tools.config import McpConfigError, load_mcp_config
-from serve_apps.auth import hash_key, new_owner_key
+from serve_apps.cli.common import settings_or_exit
+from serve_apps.http.auth import hash_key, new_owner_key
 
 log = logging.getLogger("iriis")
 
@@ -41,14 +41,6 @@ async def prepare_store(database_url: str, env_keys: list[str], generate: bool =
         return sorted(set(stored) | {hash_key(k) for k in env_keys}), new_key
     finally:
         await store.close()
-
-
-def _settings_or_exit() -> Settings:
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        print(f"iriis: configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
 
 
 def _flush_sessions() -> int:
@@ -78,7 +70,7 @@ def port_is_free(host: str, port: int) -> bool:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     host = args.host or settings.iriis_host
     port = args.port or settings.iriis_port
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -108,11 +100,12 @@ def serve_command(args: argparse.Namespace) -> int:
     import ray
     from ray import serve
 
-    from actors.errors import NAMESPACE, error_log
+    from actors.common.names import NAMESPACE
+    from actors.errors import error_log
     from actors.providers.router_actor import router_actor
     from actors.tools.builtin import builtin_toolbox
     from actors.tools.hub import tool_hub
-    from serve_apps.app import build_app
+    from serve_apps.deployments.app import build_app
 
     started = time.monotonic()
     print("iriis: starting Ray" + (f" (joining {settings.ray_address})" if settings.ray_address else ""),
@@ -166,7 +159,7 @@ def serve_command(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
 
-    from serve_apps.devices_cli import close_devices_for_shutdown
+    from serve_apps.cli.people import close_devices_for_shutdown
 
     print(f"iriis: closed {close_devices_for_shutdown()} device connections", flush=True)
     print("iriis: shutting down; writing buffered conversations", flush=True)
@@ -185,7 +178,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def key_command(args: argparse.Namespace) -> int:
     """Add an owner key (e.g. one per integration) without printing the others."""
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     database_url = resolve_url(settings.database_url, settings.iriis_home)
 
     async def add() -> str:
@@ -210,10 +203,10 @@ def pin_command(args: argparse.Namespace) -> int:
     import getpass
 
     if getattr(args, "user", None):
-        from serve_apps.devices_cli import user_pin_command
+        from serve_apps.cli.people import user_pin_command
 
         return user_pin_command(args)
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     if args.stdin:
         pin = sys.stdin.readline().strip()
     else:
@@ -261,10 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     set_p.add_argument("--stdin", action="store_true", help="read the PIN from standard input")
     set_p.add_argument("--user", help="a person's email (default: the owner)")
     set_p.set_defaults(func=pin_command)
-    from serve_apps.devices_cli import add_people_parsers
+    from serve_apps.cli.people import add_people_parsers
 
     add_people_parsers(sub)
-    from serve_apps.relay_cli import add_relay_parser
+    from serve_apps.cli.relay import add_relay_parser
 
     add_relay_parser(sub)
     return parser

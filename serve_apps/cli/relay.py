@@ -103,12 +103,12 @@ async def _serve(args: argparse.Namespace, settings: object, relay: RelaySetting
                  database_url: str, local_sock: socket.socket, tls_sock: socket.socket) -> int:
     import ray
 
-    from actors.errors import NAMESPACE
+    from actors.common.names import NAMESPACE
     from actors.relay.actor import RelayConfig
     from actors.relay.service import RelayService
     from actors.store.migrate import migrate
     from actors.store.store import Store, resolve_url
-    from serve_apps.relay_app import build_relay_app
+    from serve_apps.http.relay_app import build_relay_app
 
     url = resolve_url(database_url, data)
     store = Store.open(url)

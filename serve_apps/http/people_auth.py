@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from actors.devices import people
 from actors.devices import repository as repo
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX, SESSION_TOKEN_PREFIX
-from serve_apps.api import ApiError, gateway_of
-from serve_apps.auth import key_matches, presented_key
+from serve_apps.http.errors import ApiError, gateway_of
+from serve_apps.http.auth import key_matches, presented_key
 
 DEVICE_FORBIDDEN = "A device token cannot use this route; sign in as the person instead."
 

@@ -8,9 +8,9 @@ from pydantic import BaseModel, Field
 
 from actors.devices import people
 from actors.devices import repository as repo
-from serve_apps.api import ApiError
-from serve_apps.devices_service import close_device
-from serve_apps.people_auth import require_manager, signed_in
+from serve_apps.http.errors import ApiError
+from serve_apps.routes.device_calls import close_device
+from serve_apps.http.people_auth import require_manager, signed_in
 
 router = APIRouter()
 
@@ -22,7 +22,7 @@ class SignIn(BaseModel):
 
 @router.post("/v1/auth/login")
 async def login(body: SignIn, request: Request) -> dict[str, Any]:
-    from serve_apps.api import gateway_of
+    from serve_apps.http.errors import gateway_of
 
     gw = gateway_of(request)
     found = await people.sign_in(gw.store, body.email, body.password)
