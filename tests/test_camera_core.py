@@ -10,13 +10,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from actors.camera.gate import BadFrame, check_frame
 from actors.camera.knowledge import best_excerpts, passages
 from actors.camera.look import fast_provider_free, look
 from actors.camera.state import CameraState
 from actors.providers.failover import LocalRouter
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_state import RouteEntry, RouterState
-from serve_apps.sockets.camera import BadFrame, check_frame
 from tests import scripted_openai as so
 from vision.dial import DialReading
 from vision.perception import Perception

@@ -19,15 +19,8 @@ import pytest
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.catalogue import Catalogue, ServerStatus
 from actors.tools.config import McpConfig, RestartPolicy, ServerConfig, load_mcp_config
-from actors.tools.mcp_client import (
-    Scrubber,
-    describe_error,
-    expand_vars,
-    mcp_url,
-    normalise_header,
-    resolve_server,
-    root_cause,
-)
+from actors.tools.mcp_outcomes import describe_error, root_cause
+from actors.tools.mcp_resolve import Scrubber, expand_vars, mcp_url, normalise_header, resolve_server
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 
 SERVERS = Path(__file__).parent / "mcp_servers"

@@ -60,9 +60,9 @@ async def test_a_fifth_call_is_refused_and_a_lost_connection_fails_the_rest() ->
     opened = [table.open() for _ in range(4)]
     assert all(opened) and table.open() is None
     assert table.fail_all("gone") == 4
-    assert opened[0][1].result()["ok"] is False
+    assert opened[0][1].result().ok is False
     call_id, future = table.open()
-    assert (await table.wait(call_id, future, 0.01))["error"].startswith("the device did not answer")
+    assert (await table.wait(call_id, future, 0.01)).error.message.startswith("the device did not answer")
 
 
 def test_device_output_is_wrapped_with_every_lt_escaped() -> None:

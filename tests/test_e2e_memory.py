@@ -16,7 +16,7 @@ from actors.memory.reflect_prompt import REFLECTION_INSTRUCTION
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY
 from tests.sse import chat, iter_events
-from tests.test_e2e_turns import until
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}

@@ -13,6 +13,9 @@ import pytest
 
 from tests.server_proc import ServerProcess
 from tests.sse import chat
+from tests.waiting import until
+
+IDLE_LOOK_EVERY = 3.0
 
 pytestmark = pytest.mark.e2e
 
@@ -69,9 +72,15 @@ def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> 
             assert len(msgs.json()["data"]) == 6
             before = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
             chat(client, key, "what is 2+2?", session_id=sid)
-            time.sleep(5)  # idle 2 s + the 0.5 s check period, with room for a busy machine
-            after = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
-            assert after["actor_started"] > before["actor_started"]  # exited and rebuilt
+
+            def rebuilt() -> bool:
+                # Reading the state is activity too: look less often than idle (2 s) plus the
+                # 0.5 s check period, or the actor would never be idle long enough to exit.
+                time.sleep(IDLE_LOOK_EVERY)
+                state = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
+                return state["actor_started"] > before["actor_started"]
+
+            assert until(rebuilt, timeout=60)  # exited while idle, rebuilt on the next read
             msgs = client.get(f"/v1/sessions/{sid}/messages", headers=auth).json()["data"]
             assert len(msgs) == 8 and msgs[-1]["content"].startswith("2+2 = 4")
     finally:

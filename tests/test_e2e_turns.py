@@ -4,7 +4,6 @@ background turns, deletion, attachments, the audit log."""
 
 from __future__ import annotations
 
-import time
 
 import httpx
 import pytest
@@ -13,6 +12,7 @@ from actors.session.loop import APOLOGY, CLAIM_CORRECTION, NO_ACTION_NOTE
 from actors.session.summary import SUMMARY_INSTRUCTION
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY, OWNER_PIN
+from tests.waiting import until
 from tests.sse import LiveChat, chat, iter_events
 
 pytestmark = pytest.mark.e2e
@@ -43,15 +43,6 @@ def upload(client: httpx.Client, name: str, data: bytes, mime: str = "text/plain
     return resp.json()
 
 
-def until(predicate, timeout: float = 30.0, describe=None):
-    """Poll something the server exposes until it holds (no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time" + (f": {describe()}" if describe else ""))
 
 
 # -- confirmations --------------------------------------------------------------------------

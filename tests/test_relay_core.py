@@ -214,7 +214,7 @@ def test_terminate_goes_read_only_at_once_and_is_idempotent() -> None:
     core.commit(plan)
     assert [e["metadata"]["event"] for e in plan.envelopes] == ["session_terminated"]
     reply = core.terminate_reply()
-    assert reply["status"] == "read-only"
+    assert reply.status == "read-only" and reply.model_dump() == {"status": "read-only", "purge_at": reply.purge_at}
     again = core.plan_terminate(T0 + 200)
     core.commit(again)
     assert again.envelopes == [] and core.terminate_reply() == reply

@@ -18,16 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from actors.common.ssrf import (
-    MAX_REDIRECTS,
-    FetchError,
-    SsrfError,
-    check_address,
-    check_url,
-    link_preview,
-    readable_text,
-    safe_fetch,
-)
+from actors.common.fetch import MAX_REDIRECTS, safe_fetch
+from actors.common.html import link_preview, readable_text
+from actors.common.ssrf import FetchError, SsrfError, check_address, check_url
 
 PUBLIC = "203.0.113.10"
 PUBLIC2 = "203.0.113.11"

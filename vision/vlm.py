@@ -10,9 +10,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+# The one lenient JSON parser of the house; actors.common imports nothing else of ours, so
+# vision (which has no Ray and no actors) may stand on it.
+from actors.common.jsonish import find_object
 
 Status = Literal["ok", "warning", "danger", "unsure"]
 STATUSES: tuple[str, ...] = ("ok", "warning", "danger", "unsure")
@@ -178,46 +183,38 @@ _STATUS_ALIASES = {"okay": "ok", "fine": "ok", "good": "ok", "warn": "warning", 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_SCHEMA_KEYS = frozenset({"say", "status", "reading", "step_complete"})
+# Each "{" is one place to look from; real answers hold a handful.
+MAX_STARTS = 12
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object decodable from ``text`` (fenced blocks first, then as repaired), in order.
+def json_objects(text: str, fields: AbstractSet[str]) -> list[dict[str, Any]]:
+    """The objects in ``text`` holding at least one of ``fields``, in order, found by the shared
+    lenient parser (actors.common.jsonish: fences, prose, quotes, literals, trailing commas).
 
-    Inner objects count too, so callers pick by keys; a reply with a slip (a trailing comma)
-    decodes only its inner objects as sent and the whole object once repaired.
+    The parser gives the first such object from where it starts looking, so it starts at each
+    "{" in turn: a later answer (models often "correct" themselves) is found too.
     """
-    decoder = json.JSONDecoder()
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     found: list[dict[str, Any]] = []
-    for chunk in candidates:
-        repaired = _repair(chunk)
-        for variant in (chunk,) if repaired == chunk else (chunk, repaired):
-            pos = variant.find("{")
-            while pos != -1:
-                try:
-                    obj, _end = decoder.raw_decode(variant, pos)
-                except ValueError:
-                    pos = variant.find("{", pos + 1)
-                    continue
-                if isinstance(obj, dict):
-                    found.append(obj)
-                pos = variant.find("{", pos + 1)
+    for count, match in enumerate(re.finditer(r"\{", text)):
+        if count >= MAX_STARTS:
+            break
+        obj = find_object(text[match.start():], fields)
+        if obj is not None and (not found or obj != found[-1]):
+            found.append(obj)
     return found
 
 
-def _repair(text: str) -> str:
-    # Common slips: Python literals, trailing commas, single-quoted keys and strings.
-    text = _TRAILING_COMMA.sub(r"\1", text)
-    text = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", text)))
-    if "'" in text and '"' not in text:
-        text = text.replace("'", '"')
-    return text
+# vision/review.py still asks for every object a look or a review could be.
+_REVIEW_KEYS = frozenset({"summary", "problems", "timeline"})
+
+
+def _json_objects(text: str, fields: AbstractSet[str] = _SCHEMA_KEYS | _REVIEW_KEYS) -> list[dict[str, Any]]:
+    return json_objects(text, fields)
 
 
 def _pick(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
-    keys = {"say", "status", "reading", "step_complete"}
-    scored = [(len(keys & set(o)), i, o) for i, o in enumerate(objects)]
+    scored = [(len(_SCHEMA_KEYS & set(o)), i, o) for i, o in enumerate(objects)]
     scored = [s for s in scored if s[0] > 0]
     if not scored:
         return None
@@ -315,10 +312,7 @@ def parse_answer(text: Any) -> VlmAnswer:
             return VlmAnswer(say=UNREADABLE_SAY, status="unsure")
     # Decoding is tried at every "{", so bound the work a runaway reply can cause.
     text = text[:MAX_REPLY_CHARS]
-    try:
-        obj = _pick(_json_objects(text))
-    except RecursionError:  # absurdly nested input
-        obj = None
+    obj = _pick(json_objects(text, _SCHEMA_KEYS))
     if obj is None:
         prose = _prose(text)
         return VlmAnswer(say=prose or UNREADABLE_SAY, status="unsure")

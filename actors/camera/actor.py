@@ -1,8 +1,10 @@
 """CameraActor "camera:{id}": one per open camera stream, alive while the stream is.
 
 It owns the stream's state (actors/camera/state.py), runs the vision model's looks with their
-priority rules, the coach timer, video review jobs and the hand-off to the agent, and pushes
-every event into per-listener queues that the gateway replica holding the socket drains.
+priority rules (actors/camera/scheduler.py) and context (actors/camera/context.py), the coach
+timer, video review jobs and the hand-off to the agent, and pushes every event (typed, in
+actors/camera/events.py) into per-listener queues that the gateway replica holding the socket
+drains.
 Frames never pass through it by value: it gets the object ref the gateway put, and reads the
 bytes only when a look or the review history needs them.
 """
@@ -22,21 +24,26 @@ import httpx
 import ray
 from pydantic import BaseModel
 
-from actors.camera import knowledge, procedures
+from actors.camera import procedures
+from actors.camera.context import ContextBuilder
+from actors.camera.events import (
+    Alert, Answer, CameraEvent, Coach, Notice, State, Thinking, Viewer, WebRtc, parse_event,
+)
 from actors.camera.look import fast_provider_free, look
+from actors.camera.review_job import ask_for_report, history_frames, run_review
+from actors.camera.scheduler import LookScheduler
 from actors.camera.state import CameraState
+from actors.common.errors import ErrorInfo
 from actors.common.names import NAMESPACE, actor_name, find_actor_async
 from actors.errors import report
 from actors.logmask import install_log_masking
-from actors.memory.repository import PERSONA_KV, list_items
-from actors.memory.select import select
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.settings import ProviderConfig
 from actors.store.store import Store
-from vision.frames import FrameError, decode_jpeg, frame_for_vlm
+from vision.frames import decode_jpeg, frame_for_vlm
 from vision.perception import Perception, offline_answer
-from vision.review import FrameHistory, ReviewReport, TimedFrame, build_review_messages, parse_report, sample_clip
+from vision.review import FrameHistory, ReviewReport, TimedFrame, sample_clip
 from vision.vlm import VlmAnswer, build_messages
 
 log = logging.getLogger(__name__)
@@ -74,17 +81,16 @@ class CameraActorBase:
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=16))
         self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client) for p in configs}
         self.router = RemoteRouter(router_actor("vision", configs)) if configs else None
-        self.listeners: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
+        self.listeners: dict[str, asyncio.Queue[CameraEvent | None]] = {}
         self.frame_ref: list[Any] | None = None
         self.history = FrameHistory()
         self._last_kept = 0.0
-        self._asking = 0  # questions being answered now
-        self._background: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.looks = LookScheduler(self._spawn)
+        self.contexts = ContextBuilder.from_store(self.store, self.state)
         self._jobs = itertools.count(1)
         self._viewers = itertools.count(1)
         self._last_activity = time.monotonic()
-        self._documents: list[tuple[str, str]] | None = None
         self._timer: asyncio.Task[None] | None = None
 
     # -- plumbing -------------------------------------------------------------------------
@@ -97,9 +103,12 @@ class CameraActorBase:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def push(self, event: dict[str, Any], to: str | None = None) -> None:
+    def push(self, event: CameraEvent | dict[str, Any], to: str | None = None) -> None:
         """Queue an event for one listener, or all; a listener too slow to drain its queue
-        loses its oldest events rather than holding the stream's memory."""
+        loses its oldest events rather than holding the stream's memory. A dict is checked
+        against its kind's class first."""
+        if isinstance(event, dict):
+            event = parse_event(event)
         targets = [to] if to else list(self.listeners)
         for name in targets:
             queue = self.listeners.get(name)
@@ -115,7 +124,7 @@ class CameraActorBase:
         self.listeners.setdefault("owner", asyncio.Queue(QUEUE_LIMIT))
         return self.frame_config()
 
-    async def events(self, listener: str = "owner") -> AsyncIterator[dict[str, Any]]:
+    async def events(self, listener: str = "owner") -> AsyncIterator[CameraEvent]:
         queue = self.listeners.setdefault(listener, asyncio.Queue(QUEUE_LIMIT))
         while True:
             event = await queue.get()
@@ -179,74 +188,56 @@ class CameraActorBase:
 
     # -- looks ----------------------------------------------------------------------------
 
-    async def _context(self, query: str):
-        profile = ""
-        persona = await self.store.get_kv(PERSONA_KV)
-        if persona:
-            profile = "; ".join(f"{k}: {v}" for k, v in persona.items() if v and k in ("address", "purpose", "avoid"))
-        items = await list_items(self.store, active=True, limit=2000)
-        chosen = select(items, query, time.time())
-        facts = "; ".join(i.text for i in chosen.memories + chosen.people)
-        if self._documents is None:
-            self._documents = await knowledge.load_documents(self.store)
-        step = self.state.context().step
-        excerpts = knowledge.best_excerpts(self._documents, f"{query} {self.state.goal} {step}")
-        return self.state.context(owner_profile=profile, facts=facts, excerpts=excerpts)
-
     def _fallback(self) -> VlmAnswer:
         last = self.state.last or Perception(width=0, height=0, frame_index=0)
         return offline_answer(last, ocr_text=self.state.ocr_text, instrument=self.state.instrument())
 
     async def ask(self, question: str, source: str = "owner") -> dict[str, Any]:
-        """A person's question: preempts any background look, always gets an answer."""
+        """A person's question: preempts any background look, always gets an answer (the
+        `answer` event's fields, or the bare answer when no frame has arrived)."""
         self._last_activity = time.monotonic()
-        if self._background and not self._background.done():
-            self._background.cancel()
-        self._asking += 1
-        try:
-            return await self._answer(question, source)
-        finally:
-            self._asking -= 1
+        return await self.looks.question(lambda: self._answer(question, source))
 
     async def _answer(self, question: str, source: str) -> dict[str, Any]:
-        self.push({"type": "thinking", "question": question})
+        self.push(Thinking(question=question))
         if self.frame_ref is None:
             answer = VlmAnswer(say="No frame has arrived yet; point the camera and ask again.", status="unsure")
-            self.push({"type": "answer", "question": question, **answer.model_dump(), "source": "none"})
+            self.push(Answer.of(question, answer, "none"))
             return answer.model_dump()
         started = time.monotonic()
-        context = await self._context(question)
+        context = await self.contexts.build(question)
         messages = build_messages(context, await self._frame_b64(), mode="question", question=question)
         result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
                             person_waiting=True, fallback=self._fallback)
         checked = self.state.check(result.answer, question)
         answer = checked.answer
-        event = {"type": "answer", "question": question, **answer.model_dump(), "source": result.source,
-                 "crosscheck": checked.verdict, "elapsed_ms": round((time.monotonic() - started) * 1000, 1)}
+        event = Answer.of(question, answer, result.source, crosscheck=checked.verdict,
+                          elapsed_ms=round((time.monotonic() - started) * 1000, 1))
         self.push(event)
         self._after_verdict(answer, checked.advance)
         if source == "owner" and self.session is not None:
             self._spawn(self._hand_off(question, answer))
-        return event
+        return event.wire()
 
     def _after_verdict(self, answer: VlmAnswer, advance: Any) -> None:
         if answer.status in ("warning", "danger"):
-            self.push({"type": "alert", "status": answer.status, "say": answer.say})
+            self.push(Alert(status=answer.status, say=answer.say))
         if advance is not None and advance.advanced:
-            self.push({"type": "state", **self.state.state()})
+            self.push(self._state_event())
+
+    def _state_event(self) -> State:
+        return State(**self.state.state())
 
     def _start_background(self, mode: str, text: str = "") -> None:
         """Coach and notice looks: one at a time, never while a question is being answered; a
         look that cannot start now is dropped, not queued."""
-        if (self._background and not self._background.done()) or self._asking:
-            return
-        self._background = self._spawn(self._background_look(mode, text))
+        self.looks.background(lambda: self._background_look(mode, text))
 
     async def _background_look(self, mode: str, text: str = "") -> None:
         if not await fast_provider_free(self.router):
             return
         try:
-            context = await self._context(text or self.state.goal)
+            context = await self.contexts.build(text or self.state.goal)
             messages = build_messages(context, await self._frame_b64(), mode=mode, question=text)  # type: ignore[arg-type]
             result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
                                 person_waiting=False, fallback=lambda: VlmAnswer(say="", status="ok"))
@@ -257,9 +248,9 @@ class CameraActorBase:
             if mode == "coach":
                 line = self.state.coach.line_to_say(answer, self.state.instrument())
                 if line:
-                    self.push({"type": "coach", "say": line, "status": answer.status})
+                    self.push(Coach(say=line, status=answer.status))
             elif answer.say.strip() and self.state.coach.suppressor.allow(answer.say):
-                self.push({"type": "notice", "text": text, "say": answer.say, "status": answer.status})
+                self.push(Notice(text=text, say=answer.say, status=answer.status))
             self._after_verdict(answer, checked.advance)
         except asyncio.CancelledError:
             pass  # a person asked meanwhile
@@ -276,11 +267,12 @@ class CameraActorBase:
         try:
             async for ref in self.session.chat.options(num_returns="streaming").remote(message):
                 event = await ref
-                if event["type"] == "confirm":
-                    self.push({"type": "confirm", **event["data"]})
-                elif event["type"] == "done":
-                    text = event["data"]["text"]
-                elif event["type"] == "error":
+                # The session's typed turn events (actors.session.events).
+                if event.type == "confirm":
+                    self.push({"type": "confirm", **event.data})
+                elif event.type == "done":
+                    text = event.text
+                elif event.type == "error":
                     return
         except Exception as exc:  # noqa: BLE001 - the camera answer already went out
             report("camera.handoff", exc, request={"stream": self.stream_id})
@@ -291,26 +283,29 @@ class CameraActorBase:
     async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
         if self.session is None:
             return {"error": "not_found", "message": "This stream has no agent session."}
-        return await self.session.answer_confirmation.remote(confirmation_id, approve, pin)
+        answer = await self.session.answer_confirmation.remote(confirmation_id, approve, pin)
+        # The session answers typed (ConfirmationAnswer or ErrorInfo); the socket sends a dict.
+        return ({"error": answer.code, "message": answer.message} if isinstance(answer, ErrorInfo)
+                else answer.model_dump())
 
     # -- settings from the socket ---------------------------------------------------------
 
-    async def set_procedure(self, procedure_id: int | None) -> dict[str, Any]:
+    async def set_procedure(self, procedure_id: int | None) -> State | ErrorInfo:
         procedure = await procedures.get(self.store, procedure_id) if procedure_id else None
         if procedure_id and procedure is None:
-            return {"error": "not_found", "message": f"No procedure {procedure_id}."}
+            return ErrorInfo(code="not_found", message=f"No procedure {procedure_id}.")
         self.state.set_procedure(procedure_id, procedure)
-        state = {"type": "state", **self.state.state()}
+        state = self._state_event()
         self.push(state)
         return state
 
     async def set_goal(self, goal: str) -> None:
         self.state.goal = goal[:300]
-        self.push({"type": "state", **self.state.state()})
+        self.push(self._state_event())
 
     async def set_coach(self, on: bool, interval: float | None = None) -> None:
         self.state.set_coach(on, interval)
-        self.push({"type": "state", **self.state.state()})
+        self.push(self._state_event())
 
     # -- video review ---------------------------------------------------------------------
 
@@ -321,63 +316,37 @@ class CameraActorBase:
         return job
 
     async def _review(self, job: int, seconds: float, question: str, file_id: int | None) -> None:
-        def progress(stage: str, fraction: float, **extra: Any) -> None:
-            self.push({"type": "job", "job": job, "stage": stage, "progress": fraction, **extra})
-
-        try:
-            progress("sampling", 0.1)
-            frames = await self._review_frames(seconds, file_id)
-            if not frames:
-                progress("failed", 1.0, error="no frames to review yet")
-                return
-            progress("asking", 0.4, frames=len(frames))
-            report_ = await self._review_report(frames, question)
-            progress("done", 1.0)
-            self.push({"type": "report", "job": job, "frames": len(frames), **report_.model_dump()})
-        except (FrameError, ValueError) as exc:
-            progress("failed", 1.0, error=str(exc))
-        except Exception as exc:  # noqa: BLE001 - background boundary
-            log.exception("review failed")
+        def failed(exc: Exception) -> None:
+            log.error("review failed", exc_info=exc)
             report("camera.review", exc, request={"stream": self.stream_id})
-            progress("failed", 1.0, error="the review failed; it was logged")
+
+        async def ask(frames: list[TimedFrame]) -> ReviewReport:
+            return await ask_for_report(self.router, self.providers, frames, goal=self.state.goal, question=question,
+                                        timeout=self.config.review_timeout)
+
+        await run_review(job, self.push, lambda: self._review_frames(seconds, file_id), ask, failed)
 
     async def _review_frames(self, seconds: float, file_id: int | None) -> list[TimedFrame]:
-        if file_id is not None:
-            found = await self.store.get_file(file_id)
-            if found is None:
-                raise ValueError(f"no file {file_id}")
-            return await asyncio.to_thread(sample_clip, found[1])
-        sampled = self.history.sample()
-        if sampled:
-            newest = sampled[-1][0]
-            sampled = [(t, jpeg) for t, jpeg in sampled if t >= newest - seconds]
-        return [TimedFrame(t=t, image=await asyncio.to_thread(decode_jpeg, jpeg)) for t, jpeg in sampled]
-
-    async def _review_report(self, frames: list[TimedFrame], question: str) -> ReviewReport:
-        if self.router is not None:
-            candidates = await self.router.candidates(1)
-            max_images = max((c.max_images for c in candidates), default=1) or 1
-            messages = build_review_messages(frames, goal=self.state.goal, question=question, max_images=max_images)
-            result = await look(self.router, self.providers, messages, timeout=self.config.review_timeout,
-                                person_waiting=True, fallback=lambda: VlmAnswer(say="", status="unsure"))
-            if result.source == "model":
-                return parse_report(result.text)
-        return ReviewReport(summary=f"No vision model answered, so {len(frames)} frames were sampled but not "
-                                    "reviewed; configure IRIIS_VISION_MODEL or a vision provider.")
+        if file_id is None:
+            return await history_frames(self.history, seconds)
+        found = await self.store.get_file(file_id)
+        if found is None:
+            raise ValueError(f"no file {file_id}")
+        return await asyncio.to_thread(sample_clip, found[1])
 
     # -- watch-only viewers (WebRTC signalling only) -------------------------------------
 
     async def add_viewer(self) -> str:
         viewer = f"viewer:{next(self._viewers)}"
         self.listeners[viewer] = asyncio.Queue(QUEUE_LIMIT)
-        self.push({"type": "viewer", "viewer": viewer, "joined": True}, to="owner")
+        self.push(Viewer(viewer=viewer, joined=True), to="owner")
         return viewer
 
     async def remove_viewer(self, viewer: str) -> None:
         queue = self.listeners.pop(viewer, None)
         if queue is not None:
             queue.put_nowait(None)
-            self.push({"type": "viewer", "viewer": viewer, "joined": False}, to="owner")
+            self.push(Viewer(viewer=viewer, joined=False), to="owner")
 
     async def signal(self, sender: str, message: dict[str, Any]) -> bool:
         """Relay an offer, answer or ICE candidate: a viewer's goes to the owner's socket, the
@@ -385,8 +354,8 @@ class CameraActorBase:
         target = "owner" if sender != "owner" else str(message.get("to", ""))
         if target not in self.listeners:
             return False
-        self.push({"type": "webrtc", "from": sender, **{k: v for k, v in message.items() if k not in ("type", "to")}},
-                  to=target)
+        fields = {k: v for k, v in message.items() if k not in ("type", "to", "from")}
+        self.push(WebRtc(sender=sender, **fields), to=target)
         return True
 
 

@@ -1,11 +1,16 @@
-"""Finding the JSON object in a model's answer: in code fences or prose, with single quotes,
-Python literals, trailing commas or a truncated end. Model-written text is untrusted and often
-slightly malformed; this takes what it can and never raises.
+"""Reading the JSON a model wrote: in code fences or prose, with single quotes, Python
+literals, trailing commas or a truncated end. Model-written text is untrusted and often slightly
+malformed. One repairer (`repair`) serves every reader here:
+
+* `find_object`: the first object in an answer with one of the expected fields; a truncated
+  answer is closed off so its start still counts. Never raises.
+* `loads_lenient`: one value, as json.loads would read it after the repair; raises ValueError.
+* `json_values`: every complete value in a text, in order; an incomplete one yields nothing
+  (a tool call cut off must not run with cut-off arguments, so nothing is closed off here).
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Iterator, Set
@@ -56,55 +61,107 @@ def _object_at(text: str, start: int) -> str | None:
     return tail + "".join(reversed(stack))
 
 
-def _pythonish(text: str) -> str:
-    """JSON-ish text rewritten for `ast.literal_eval`, which already accepts single quotes:
-    true/false/null become Python literals and trailing commas go."""
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def repair(text: str) -> str:
+    """Rewrite single-quoted strings, trailing commas and Python literals as JSON.
+
+    Works on tokens rather than with regexes so that quotes, commas and words inside string
+    values are left alone. Raises ValueError on an unterminated string, since that means the
+    value was cut off.
+    """
     out: list[str] = []
-    quote: str | None = None
-    escaped = False
     i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            i += 1
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch == ",":
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
             j = i + 1
-            while j < len(text) and text[j].isspace():
+            piece: list[str] = []
+            while j < n and text[j] != c:
+                if text[j] == "\\" and j + 1 < n:
+                    # \' is Python's, not a JSON escape.
+                    piece.append("'" if text[j + 1] == "'" else text[j:j + 2])
+                    j += 2
+                    continue
+                piece.append('\\"' if c == "'" and text[j] == '"' else text[j])
                 j += 1
-            if j < len(text) and text[j] in "}]":
-                i += 1
+            if j >= n:
+                raise ValueError("unterminated string")
+            out.append('"' + "".join(piece) + '"')
+            i = j + 1
+        elif c == ",":
+            k = i + 1
+            while k < n and text[k].isspace():
+                k += 1
+            if k < n and text[k] in "}]":
+                i += 1  # trailing comma
                 continue
-        elif ch.isalpha():
+            out.append(c)
+            i += 1
+        elif c.isalpha() or c == "_":
             j = i
-            while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+            while j < n and (text[j].isalnum() or text[j] == "_"):
                 j += 1
             word = text[i:j]
-            out.append({"true": "True", "false": "False", "null": "None"}.get(word, word))
+            out.append(_PY_LITERALS.get(word, word))
             i = j
-            continue
-        out.append(ch)
-        i += 1
+        else:
+            out.append(c)
+            i += 1
     return "".join(out)
+
+
+def loads_lenient(text: str) -> Any:
+    """json.loads, then once more after `repair`. Raises ValueError (RecursionError on absurd
+    nesting) when neither reads it."""
+    # strict=False admits raw newlines inside strings, which models write when a value is
+    # multi-line text.
+    try:
+        return json.loads(text, strict=False)
+    except ValueError:
+        pass
+    return json.loads(repair(text), strict=False)
+
+
+def json_values(text: str) -> list[Any]:
+    """Every complete JSON value in ``text``, read leniently, in order.
+
+    Handles one value, several back to back ("{..}\\n{..}" or "{..}; {..}"), and a complete
+    value followed by junk. An incomplete value yields nothing.
+    """
+    s = text.strip()
+    if not s:
+        return []
+    try:
+        return [loads_lenient(s)]
+    except (ValueError, RecursionError):
+        pass
+    try:
+        s = repair(s)
+    except ValueError:
+        pass
+    decoder = json.JSONDecoder(strict=False)
+    values: list[Any] = []
+    i = 0
+    while i < len(s):
+        while i < len(s) and (s[i].isspace() or s[i] in ";,"):
+            i += 1
+        if i >= len(s):
+            break
+        try:
+            value, i = decoder.raw_decode(s, i)
+        except (ValueError, RecursionError):
+            break
+        values.append(value)
+    return values
 
 
 def _load(candidate: str) -> Any:
     try:
-        return json.loads(candidate)
+        return loads_lenient(candidate)
     except (ValueError, RecursionError):
-        pass
-    try:
-        return ast.literal_eval(_pythonish(candidate))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
@@ -142,8 +199,6 @@ def _normalise_keys(data: dict[Any, Any]) -> dict[str, Any]:
     # "closedLoops", "Open loops" and "open-loops" all mean the field the spec names.
     return {re.sub(r"[\s-]+", "_", _CAMEL.sub(r"_\1", str(key)).strip()).lower(): value
             for key, value in data.items()}
-
-
 
 
 def find_object(raw: str, fields: Set[str]) -> dict[str, Any] | None:

@@ -1,11 +1,11 @@
-"""Words of a memory item or a query, as the scoring and dedup formulas count them.
+"""Words of a text as the scoring, dedup and tool-routing formulas count them.
 
-`actors.tools.routing` has a tokenizer of the same outline, but it is tuned for choosing tool
-servers and so does not fit memory: its stop-word list drops verbs such as "like", "need",
-"want", "know" and "help" (generic in a tool request, but the substance of "the owner likes
-jazz" or an open loop "need to call the plumber"), and its stemmer leaves -ly, -ment and -ness
-forms apart. Memory keeps its own rules here so that tuning routing cannot silently change
-which memories are selected or merged.
+One splitter and one stemmer serve memory and tool routing alike; what differs is the stop-word
+list. Routing drops verbs such as "like", "need", "want", "know" and "help" (generic in a tool
+request, but the substance of "the owner likes jazz" or an open loop "need to call the
+plumber"), so it builds its own `Tokenizer` with a longer list (actors.tools.routing), while the
+module-level functions here keep memory's grammar-only list. Tuning routing's words therefore
+cannot silently change which memories are selected or merged.
 """
 
 from __future__ import annotations
@@ -97,16 +97,29 @@ def stem(word: str) -> str:
     return w
 
 
-@lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
-    lowered = _APOSTROPHE.sub("", _POSSESSIVE.sub("", text.casefold()))
-    return tuple(stem(w) for w in _WORD.findall(lowered)
-                 if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS)
+class Tokenizer:
+    """Splits, drops words under three characters and the given stop-words, and stems.
+
+    Each instance caches its own results, so two stop-word lists never share an entry."""
+
+    def __init__(self, stop_words: frozenset[str]) -> None:
+        self.stop_words = stop_words
+        self.tokens = lru_cache(maxsize=65536)(self._tokens)
+
+    def _tokens(self, text: str) -> tuple[str, ...]:
+        lowered = _APOSTROPHE.sub("", _POSSESSIVE.sub("", text.casefold()))
+        stop_words = self.stop_words
+        return tuple(stem(w) for w in _WORD.findall(lowered)
+                     if len(w) >= MIN_WORD_LENGTH and w not in stop_words)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Stemmed content words of `text`, in order, repeats kept."""
+        return list(self.tokens(text))
 
 
-def tokenize(text: str) -> list[str]:
-    """Stemmed content words of `text`, in order, repeats kept."""
-    return list(_tokens(text))
+_MEMORY = Tokenizer(STOP_WORDS)
+_tokens = _MEMORY.tokens
+tokenize = _MEMORY.tokenize
 
 
 @lru_cache(maxsize=65536)

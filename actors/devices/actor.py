@@ -20,12 +20,13 @@ from ray.exceptions import RayActorError
 
 from actors.devices import repository as repo
 from actors.devices.bus import event_bus
-from actors.devices.calls import BUSY, CallTable
-from actors.devices.grants import offered_servers
-from actors.devices.protocol import (CLOSE_REPLACED, EventRate, Hello, ProtocolError, error_frame,
-                                     sanitize_event, welcome)
+from actors.common.errors import ErrorInfo
+from actors.common.names import NAMESPACE, TOOL_HUB, actor_name, find_actor_async, live_actors, live_actors_async
+from actors.devices.calls import CallReply, CallTable, refuse_call
+from actors.devices.frames import CallFrame, Close, EventFrame, Hello, PushedEvent, ResultFrame, Welcome
+from actors.devices.grants import catalogue_info, offered_servers, skill_split
+from actors.devices.protocol import CLOSE_REPLACED, EventRate, ProtocolError, sanitize_event, welcome
 from actors.devices.settings import DeviceLimits
-from actors.common.names import NAMESPACE, TOOL_HUB, actor_name, find_actor_async, live_actors
 from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.store.store import Store
@@ -37,10 +38,14 @@ QUEUE_FRAMES = 64
 EXIT_GRACE = 5.0
 
 
+Outbound = CallFrame | PushedEvent | Close
+NO_SUCH_CALL = "no call is waiting with that id (it may have timed out)"
+
+
 class _Conn:
     def __init__(self, conn_id: str) -> None:
         self.id = conn_id
-        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_FRAMES)
+        self.queue: asyncio.Queue[Outbound] = asyncio.Queue(QUEUE_FRAMES)
         self.closed = asyncio.Event()
 
 
@@ -61,8 +66,9 @@ class DeviceActor:
 
     # -- the connection -----------------------------------------------------------------------
 
-    async def connect(self, conn_id: str, hello: dict[str, Any], device: dict[str, Any]) -> dict[str, Any]:
-        """Take over as the device's connection; returns the welcome frame."""
+    async def connect(self, conn_id: str, hello: Hello, device: dict[str, Any]) -> Welcome:
+        """Take over as the device's connection; returns the welcome frame. The hello was
+        validated where the socket ends (against the limits and the paired kind)."""
         if self._exit:
             self._exit.cancel()
             self._exit = None
@@ -71,14 +77,14 @@ class DeviceActor:
         self.conn = _Conn(conn_id)
         self.conns[conn_id] = self.conn
         self.device = repo.Device(**device)
-        return await self._apply_hello(Hello.model_validate(hello))
+        return await self._apply_hello(hello)
 
-    async def rehello(self, conn_id: str, hello: dict[str, Any]) -> dict[str, Any] | None:
+    async def rehello(self, conn_id: str, hello: Hello) -> Welcome | None:
         if self.conn is None or self.conn.id != conn_id:
             return None
-        return await self._apply_hello(Hello.model_validate(hello))
+        return await self._apply_hello(hello)
 
-    async def _apply_hello(self, hello: Hello) -> dict[str, Any]:
+    async def _apply_hello(self, hello: Hello) -> Welcome:
         assert self.device is not None
         self.hello = hello
         await repo.seen(self.store, self.device_id, hello.skills())
@@ -88,23 +94,23 @@ class DeviceActor:
         await self._publish()
         me = ray.get_runtime_context().current_actor
         await event_bus().online.remote(self.device.person_id, self.device_id, me)
-        on = [s for s in hello.skills() if s in self.device.skills]
+        on, _off = skill_split(hello, self.device.skills)
         return welcome(self.device_id, hello.label or self.device.label, on, ASSISTANT, self.limits)
 
-    async def take(self, conn_id: str, timeout: float) -> list[dict[str, Any]]:
-        """Frames for the device, waiting up to `timeout` for the first. A `{"close": code}`
-        item tells the replica to close the socket with that code."""
+    async def take(self, conn_id: str, timeout: float) -> list[Outbound]:
+        """Frames for the device, waiting up to `timeout` for the first. A `Close` item tells
+        the replica to close the socket with that code."""
         conn = self.conns.get(conn_id)
         if conn is None:
-            return [{"close": CLOSE_REPLACED, "reason": "this connection was replaced"}]
-        frames: list[dict[str, Any]] = []
+            return [Close(code=CLOSE_REPLACED, reason="this connection was replaced")]
+        frames: list[Outbound] = []
         try:
             frames.append(await asyncio.wait_for(conn.queue.get(), timeout))
         except asyncio.TimeoutError:
             return []
         while not conn.queue.empty():
             frames.append(conn.queue.get_nowait())
-        if any("close" in f for f in frames):
+        if any(isinstance(f, Close) for f in frames):
             self.conns.pop(conn_id, None)
             conn.closed.set()
         return frames
@@ -137,9 +143,9 @@ class DeviceActor:
 
     def _end(self, conn: _Conn, code: int, reason: str) -> None:
         self.calls.fail_all(reason)
-        self._put(conn, {"close": code, "reason": reason})
+        self._put(conn, Close(code=code, reason=reason))
 
-    def _put(self, conn: _Conn, frame: dict[str, Any]) -> bool:
+    def _put(self, conn: _Conn, frame: Outbound) -> bool:
         try:
             conn.queue.put_nowait(frame)
             return True
@@ -154,46 +160,46 @@ class DeviceActor:
 
     # -- frames from the device ---------------------------------------------------------------
 
-    def result(self, conn_id: str, frame: dict[str, Any]) -> dict[str, Any] | None:
-        if not self.calls.resolve(frame.get("id"), frame):
-            return error_frame("no call is waiting with that id (it may have timed out)")
+    def result(self, conn_id: str, frame: ResultFrame) -> ErrorInfo | None:
+        """A call's answer; an ErrorInfo (sent to the device as an error frame) when no call waits."""
+        if not self.calls.resolve(frame.id, frame):
+            return ErrorInfo(code="no_such_call", message=NO_SUCH_CALL)
         return None
 
-    async def event(self, conn_id: str, frame: dict[str, Any]) -> dict[str, Any] | None:
-        loop = asyncio.get_running_loop()
+    async def event(self, conn_id: str, frame: EventFrame) -> ErrorInfo | None:
+        """An event from the device, kept and handed out; an ErrorInfo when it is refused."""
         try:
             event = sanitize_event(frame, self.limits)
         except ProtocolError as exc:
-            return error_frame(str(exc))
-        if not self.rate.allow(loop.time()):
-            wait = self.rate.retry_after(loop.time())
-            return error_frame(f"one event per {self.limits.event_seconds:g} s per device; "
-                               f"send it again in {wait:.0f} s")
+            return ErrorInfo(code="bad_event", message=str(exc))
+        refused = self.rate.refusal(asyncio.get_running_loop().time())
+        if refused is not None:
+            return refused
         assert self.device is not None
         stored = await repo.add_event(self.store, self.device.person_id, self.device_id, event.model_dump(),
                                       self.limits)
         await event_bus().publish.remote(self.device.person_id, stored)
         return None
 
-    def push(self, frame: dict[str, Any]) -> bool:
+    def push(self, frame: PushedEvent) -> bool:
         """An event from another of the person's devices."""
         return self.conn is not None and self._put(self.conn, frame)
 
     # -- calls from the agent -------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], here: bool) -> dict[str, Any]:
+    async def call(self, tool: str, arguments: dict[str, Any], here: bool) -> CallReply:
         conn = self.conn
-        if conn is None or self.hello is None:
-            return {"ok": False, "error": "the device is not connected"}
-        if not any(t.name == tool for t in self.hello.tools):
-            return {"ok": False, "error": f"the device offers no tool named {tool!r}"}
+        refused = refuse_call(self.hello, conn is not None, tool)
+        if refused is not None:
+            return refused
+        assert conn is not None
         opened = self.calls.open()
         if opened is None:
-            return {"ok": False, "error": BUSY.format(n=self.limits.calls_in_flight)}
+            return self.calls.busy()
         call_id, future = opened
-        if not self._put(conn, {"type": "call", "id": call_id, "tool": tool, "args": arguments, "here": here}):
+        if not self._put(conn, CallFrame(id=call_id, tool=tool, args=arguments, here=here)):
             self.calls.drop(call_id)
-            return {"ok": False, "error": BUSY.format(n=self.limits.calls_in_flight)}
+            return self.calls.busy()
         return await self.calls.wait(call_id, future, self.limits.call_seconds)
 
     def state(self) -> dict[str, Any]:
@@ -216,9 +222,8 @@ class DeviceActor:
         if hub is None or self.hello is None or self.device is None:
             return
         servers = offered_servers(self.device_id, self.hello, self.device.skills)
-        info = {"id": self.device_id, "person": self.device.person_id, "label": self.hello.label or self.device.label,
-                "kind": self.device.kind, "on": sorted(set(self.hello.skills()) & set(self.device.skills)),
-                "off": sorted(set(self.hello.skills()) - set(self.device.skills))}
+        info = catalogue_info(self.device_id, self.device.person_id, self.device.kind, self.device.label,
+                              self.hello, self.device.skills)
         me = ray.get_runtime_context().current_actor
         try:
             await hub.device_online.remote(info, {k: [s.model_dump() for s in v] for k, v in servers.items()}, me)
@@ -254,5 +259,10 @@ async def live_device(device_id: int) -> Any | None:
 
 
 def live_devices() -> dict[int, Any]:
-    """Connected devices' actors by id (blocking: for the CLI)."""
+    """Connected devices' actors by id (blocking: for the CLI, outside any event loop)."""
     return {int(k): v for k, v in live_actors("device").items()}
+
+
+async def live_devices_async() -> dict[int, Any]:
+    """Connected devices' actors by id, without blocking the event loop."""
+    return {int(k): v for k, v in (await live_actors_async("device")).items()}

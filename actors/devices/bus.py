@@ -12,6 +12,7 @@ from typing import Any
 import ray
 
 from actors.common.names import NAMESPACE
+from actors.devices.frames import PushedEvent
 
 log = logging.getLogger(__name__)
 BUS_NAME = "device-events"
@@ -36,8 +37,8 @@ class EventBus:
         self._events.setdefault(person_id, deque(maxlen=RECENT)).append(event)
         self._changed.set()
         self._changed = asyncio.Event()
-        frame = {"type": "event", **{k: event[k] for k in ("event", "title", "text", "data")},
-                 "from": event.get("device_id")}
+        frame = PushedEvent(event=event["event"], title=event["title"], text=event["text"],
+                            data=event["data"], from_=event.get("device_id"))
         sent = 0
         for device_id, handle in list(self._devices.get(person_id, {}).items()):
             if device_id != event.get("device_id"):

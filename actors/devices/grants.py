@@ -47,6 +47,21 @@ def offered_servers(device_id: int, hello: Hello, granted: list[str]) -> dict[st
     return out
 
 
+def skill_split(hello: Hello, granted: list[str]) -> tuple[list[str], list[str]]:
+    """(skills the device offers that are switched on, those that are off), sorted."""
+    offered = set(hello.skills())
+    return sorted(offered & set(granted)), sorted(offered - set(granted))
+
+
+def catalogue_info(device_id: int, person_id: int, kind: str, label: str, hello: Hello,
+                   granted: list[str]) -> dict[str, Any]:
+    """What the tool catalogue keeps about a connected device (its skills on and off, never the
+    off skills' tools)."""
+    on, off = skill_split(hello, granted)
+    return {"id": device_id, "person": person_id, "label": hello.label or label, "kind": kind,
+            "on": on, "off": off}
+
+
 def switch_allowed(actor_person: int, actor_role: str, device_person: int, on: bool) -> str | None:
     """None when allowed, else why not. Switching on also needs the device person's PIN,
     which the caller checks; off needs none."""

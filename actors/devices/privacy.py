@@ -4,11 +4,15 @@ where device output or an action's parameters would be."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from actors.devices.grants import device_of_server
 
 PLACEHOLDER = "[private: this part came from the person's own device]"
+PRIVATE_EVENT_FIELDS = ("arguments", "result")
+E = TypeVar("E", bound=BaseModel)
 
 
 def is_device_call(tool: dict[str, Any]) -> bool:
@@ -25,9 +29,12 @@ def for_reader(message: dict[str, Any], reader_is_person: bool) -> dict[str, Any
     return {**message, "content": PLACEHOLDER, "meta": {**message["meta"], "tools": hidden}}
 
 
-def event_for_reader(event: dict[str, Any], reader_is_person: bool) -> dict[str, Any]:
-    """A live turn event as another reader may see it: no arguments or results of tools."""
-    if reader_is_person or event.get("type") not in ("tool", "confirm"):
+def event_for_reader(event: E, reader_is_person: bool) -> E:
+    """A live turn event as another reader may see it: no arguments or results of tools.
+
+    Takes the session's typed events (`actors.session.events`) by their shape, since the
+    session package imports this one: a tool or confirm event comes back with its private
+    fields unset, which leaves them off the wire."""
+    if reader_is_person or getattr(event, "type", None) not in ("tool", "confirm"):
         return event
-    data = {k: v for k, v in event["data"].items() if k not in ("arguments", "result")}
-    return {**event, "data": data}
+    return event.model_copy(update={k: None for k in PRIVATE_EVENT_FIELDS if k in type(event).model_fields})

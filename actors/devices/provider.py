@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from actors.devices.calls import CallReply
 from actors.devices.grants import device_of_server, skills_note
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 
@@ -44,12 +45,10 @@ class DeviceProvider:
             # Defence in depth: the listing never offers another person's device tools.
             raise ToolError(f"there is no tool named {tool!r}")
         here = scope.get("device") == self.info["id"]
-        result = await self.handle.call.remote(tool, arguments, here)
-        if not result.get("ok"):
-            raise ToolError(str(result.get("error") or "the device reported a failure"))
-        from actors.devices.protocol import result_text
-
-        return ToolOutput(text=result_text(result)[1])
+        reply: CallReply = await self.handle.call.remote(tool, arguments, here)
+        if not reply.ok:
+            raise ToolError(reply.text())
+        return ToolOutput(text=reply.text())
 
 
 def devices_spec(note: str) -> ToolSpec:

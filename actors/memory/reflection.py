@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from actors.memory.dedup import Insert, decide_insert, reinforced_importance
 from actors.common.jsonish import find_object
@@ -152,29 +152,30 @@ class MoodNote(BaseModel):
         return 0.0 if number is None else clamp_valence(number)
 
 
+def _lesson(value: Any) -> str:
+    # Asked for one lesson, a model sometimes lists several; keep them rather than none.
+    return "; ".join(_strings(value))
+
+
+# Field types that read whatever the model wrote leniently, before pydantic checks them.
+_Notes = Annotated[list[Note], BeforeValidator(_notes)]
+_Strings = Annotated[list[str], BeforeValidator(_strings)]
+_Ids = Annotated[list[int], BeforeValidator(_ids)]
+_Lesson = Annotated[str, BeforeValidator(_lesson)]
+
+
 class Reflection(BaseModel):
     """The reflection JSON, every field present and well-typed whatever the model wrote."""
 
-    observations: list[Note] = Field(default_factory=list)
-    people: list[Note] = Field(default_factory=list)
-    lesson: str = ""
+    observations: _Notes = Field(default_factory=list)
+    people: _Notes = Field(default_factory=list)
+    lesson: _Lesson = ""
     skill: SkillNote | None = None
-    open_loops: list[str] = Field(default_factory=list)
-    closed_loops: list[int] = Field(default_factory=list)
+    open_loops: _Strings = Field(default_factory=list)
+    closed_loops: _Ids = Field(default_factory=list)
     updates: list[Update] = Field(default_factory=list)
-    outdated: list[int] = Field(default_factory=list)
+    outdated: _Ids = Field(default_factory=list)
     mood: MoodNote | None = None
-
-    @field_validator("observations", "people", mode="before")
-    @classmethod
-    def _coerce_notes(cls, value: Any) -> list[Note]:
-        return _notes(value)
-
-    @field_validator("lesson", mode="before")
-    @classmethod
-    def _coerce_lesson(cls, value: Any) -> str:
-        # Asked for one lesson, a model sometimes lists several; keep them rather than none.
-        return "; ".join(_strings(value))
 
     @field_validator("skill", mode="before")
     @classmethod
@@ -183,16 +184,6 @@ class Reflection(BaseModel):
             return None
         when, how = _text(value.get("when")), _text(value.get("how"))
         return SkillNote(when=when, how=how) if when and how else None
-
-    @field_validator("open_loops", mode="before")
-    @classmethod
-    def _coerce_loops(cls, value: Any) -> list[str]:
-        return _strings(value)
-
-    @field_validator("closed_loops", "outdated", mode="before")
-    @classmethod
-    def _coerce_ids(cls, value: Any) -> list[int]:
-        return _ids(value)
 
     @field_validator("updates", mode="before")
     @classmethod

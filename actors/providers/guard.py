@@ -45,19 +45,15 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-import json
 import re
 from enum import Enum
-from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from actors.common.jsonish import json_values, loads_lenient
+from actors.providers.call_markup import (
+    FUNCTION_CLOSE, PYTHON_TAG, SPECIAL_OPEN, TOOL_CALL_CLOSE, RecoveredCall, calls_from_value,
+    match_marker, parse_function_body, parse_tool_call_body, strip_partial_suffix)
 
-
-class RecoveredCall(BaseModel):
-    """A tool call found in the text stream."""
-
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+__all__ = ["RecoveredCall", "ToolCallGuard"]
 
 
 class _Mode(Enum):
@@ -69,35 +65,14 @@ class _Mode(Enum):
     PY = "python"  # after <|python_tag|>; held back
 
 
-_TOOL_CALL_OPEN = "<tool_call>"
-_TOOL_CALL_CLOSE = "</tool_call>"
-_FUNCTION_OPEN = "<function="
-_FUNCTION_CLOSE = "</function>"
-_SPECIAL_OPEN = "<|"
-_PYTHON_TAG = "python_tag"
-# Stray closers are markup too; they are dropped wherever they appear.
-_LITERALS: tuple[tuple[str, str], ...] = (
-    (_TOOL_CALL_OPEN, "tool_call"),
-    (_TOOL_CALL_CLOSE, "close"),
-    (_FUNCTION_CLOSE, "close"),
-)
-# Caps keep a lone "<function=" or "<|" in prose from holding text back for
-# long: past these lengths it cannot be a marker.
-_MAX_NAME = 64
-_MAX_SPECIAL = 32
+# A fence's language tag longer than this is not one.
 _MAX_LANG = 32
-
 _JSON_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
-_CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type", "function"})
 
 _TEXT_SPECIAL = re.compile(r"[<`]")
 _INLINE_STOP = re.compile(r"[`\n]")
 _NAME_HINT = re.compile(r"[\"']name[\"']\s*:")
 _ARGS_HINT = re.compile(r"[\"'](?:arguments|parameters)[\"']\s*:")
-_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.S)
-_FUNCTION_BLOCK = re.compile(r"<function=([\w.\-]+)>(.*?)(?:</function>|(?=<function=)|$)", re.S)
-
-_MarkerStatus = Literal["partial", "none", "match"]
 
 
 class ToolCallGuard:
@@ -168,13 +143,13 @@ class ToolCallGuard:
 
     def _at_angle(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
-        status, length, kind, name = _match_marker(buf)
+        status, length, kind, name = match_marker(buf)
         if status == "partial":
             if not final:
                 return False
             # The stream ended inside something that could still have been a
             # marker; see the module docstring for why the length matters.
-            if len(buf) >= 3 or buf.startswith(_SPECIAL_OPEN):
+            if len(buf) >= 3 or buf.startswith(SPECIAL_OPEN):
                 self.dropped.append(buf)
             else:
                 out.append(buf)
@@ -189,7 +164,7 @@ class ToolCallGuard:
             self._mode = _Mode.TAG
             self._tag_kind = kind
             self._tag_name = name
-        elif kind == "special" and name.lower() == _PYTHON_TAG:
+        elif kind == "special" and name.lower() == PYTHON_TAG:
             self._mode = _Mode.PY
         # Closers and other special tokens are simply swallowed.
         return True
@@ -289,36 +264,36 @@ class ToolCallGuard:
 
     def _resolve_fence(self, raw: str, body: str, out: list[str]) -> None:
         try:
-            value = _loads_lenient(body)
+            value = loads_lenient(body)
         except ValueError:
             if _NAME_HINT.search(body) and _ARGS_HINT.search(body):
                 self.dropped.append(raw)  # a call, but broken beyond repair
             else:
                 out.append(raw)
             return
-        calls = _calls_from_value(value, strict=True)
+        calls = calls_from_value(value, strict=True)
         if calls is None or (self._known is not None and any(c.name not in self._known for c in calls)):
             out.append(raw)
             return
         self._calls.extend(calls)
 
     def _step_tag(self, final: bool, out: list[str]) -> bool:
-        close = _TOOL_CALL_CLOSE if self._tag_kind == "tool_call" else _FUNCTION_CLOSE
+        close = TOOL_CALL_CLOSE if self._tag_kind == "tool_call" else FUNCTION_CLOSE
         buf = self._buf
         idx = buf.lower().find(close)
         if idx < 0:
             if not final:
                 return False
-            body = _strip_partial_suffix(buf, close)
+            body = strip_partial_suffix(buf, close)
             self._buf = ""
         else:
             body = buf[:idx]
             self._buf = buf[idx + len(close) :]
         self._mode = _Mode.TEXT
         if self._tag_kind == "tool_call":
-            calls = _parse_tool_call_body(body)
+            calls = parse_tool_call_body(body)
         else:
-            calls = _parse_function_body(self._tag_name, body)
+            calls = parse_function_body(self._tag_name, body)
         if calls:
             self._calls.extend(calls)
         else:
@@ -327,7 +302,7 @@ class ToolCallGuard:
 
     def _step_python(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
-        idx = buf.find(_SPECIAL_OPEN)
+        idx = buf.find(SPECIAL_OPEN)
         if idx < 0:
             if not final:
                 return False
@@ -337,7 +312,7 @@ class ToolCallGuard:
             body = buf[:idx]
             self._buf = buf[idx:]
         self._mode = _Mode.TEXT
-        calls = [c for v in _parse_values(body) for c in (_calls_from_value(v, strict=False) or [])]
+        calls = [c for v in json_values(body) for c in (calls_from_value(v, strict=False) or [])]
         if calls:
             self._calls.extend(calls)
         elif body.strip():
@@ -345,254 +320,8 @@ class ToolCallGuard:
         return idx >= 0
 
 
-# -- marker matching ----------------------------------------------------------
-
-
-def _match_marker(buf: str) -> tuple[_MarkerStatus, int, str, str]:
-    """Classify ``buf`` (which starts with '<') as a marker, a prefix of one, or neither.
-
-    Returns ``(status, length, kind, name)``; length/kind/name only on a match.
-    """
-    head = buf[: _MAX_NAME + len(_FUNCTION_OPEN) + 2].lower()
-    partial = False
-    for literal, kind in _LITERALS:
-        if head.startswith(literal):
-            return "match", len(literal), kind, ""
-        if literal.startswith(head):
-            partial = True
-
-    if head.startswith(_FUNCTION_OPEN):
-        j = len(_FUNCTION_OPEN)
-        while j < len(head) and (head[j].isalnum() or head[j] in "_-.") and j - len(_FUNCTION_OPEN) < _MAX_NAME:
-            j += 1
-        if j == len(head):
-            return "partial", 0, "", ""
-        if head[j] == ">" and j > len(_FUNCTION_OPEN):
-            return "match", j + 1, "function", buf[len(_FUNCTION_OPEN) : j]
-    elif _FUNCTION_OPEN.startswith(head):
-        partial = True
-
-    if head.startswith(_SPECIAL_OPEN):
-        j = len(_SPECIAL_OPEN)
-        while j < len(head) and (head[j].isalnum() or head[j] == "_") and j - len(_SPECIAL_OPEN) < _MAX_SPECIAL:
-            j += 1
-        if j == len(head) or (head[j] == "|" and j + 1 == len(head)):
-            return "partial", 0, "", ""
-        if head[j : j + 2] == "|>" and j > len(_SPECIAL_OPEN):
-            return "match", j + 2, "special", buf[len(_SPECIAL_OPEN) : j]
-    elif head == "<":
-        partial = True
-
-    return ("partial" if partial else "none"), 0, "", ""
-
-
 def _run_length(buf: str, i: int) -> int:
     j = i
     while j < len(buf) and buf[j] == "`":
         j += 1
     return j - i
-
-
-def _strip_partial_suffix(buf: str, close: str) -> str:
-    """Drop a cut-off closing tag ("</tool_c") from the end of an unclosed body."""
-    low = buf.lower()
-    for k in range(len(close) - 1, 0, -1):
-        if low.endswith(close[:k]):
-            return buf[:-k]
-    return buf
-
-
-# -- body parsing -------------------------------------------------------------
-
-
-def _parse_tool_call_body(body: str) -> list[RecoveredCall]:
-    if _FUNCTION_OPEN in body.lower():
-        # Qwen3-Coder style: <tool_call><function=x>...</function></tool_call>.
-        calls: list[RecoveredCall] = []
-        for m in _FUNCTION_BLOCK.finditer(body):
-            calls.extend(_parse_function_body(m.group(1), m.group(2)))
-        return calls
-    calls = []
-    # A missing </tool_call> between two calls shows up as a nested opener.
-    for piece in re.split(re.escape(_TOOL_CALL_OPEN), body, flags=re.I):
-        for value in _parse_values(piece):
-            calls.extend(_calls_from_value(value, strict=False) or [])
-    return calls
-
-
-def _parse_function_body(name: str, body: str) -> list[RecoveredCall]:
-    if "<parameter=" in body:
-        args: dict[str, Any] = {}
-        for m in _PARAMETER.finditer(body):
-            raw = m.group(2).strip()
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw
-            # Parameters are written bare, so only take JSON's reading when it
-            # says something a plain string cannot (numbers, lists, objects).
-            args[m.group(1)] = raw if isinstance(value, str) else value
-        return [RecoveredCall(name=name, arguments=args)]
-    coerced = _coerce_args(body)
-    if coerced is None:
-        return []
-    return [RecoveredCall(name=name, arguments=coerced)]
-
-
-def _calls_from_value(value: Any, strict: bool) -> list[RecoveredCall] | None:
-    """Turn a parsed JSON value into calls; None if it is not (only) calls.
-
-    ``strict`` is for fenced blocks, where the JSON might just be content: it
-    requires an arguments key and forbids keys a call would not carry.
-    """
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        return None
-    calls: list[RecoveredCall] = []
-    for item in items:
-        call = _to_call(item, strict)
-        if call is None:
-            return None
-        calls.append(call)
-    return calls
-
-
-def _to_call(obj: Any, strict: bool) -> RecoveredCall | None:
-    if not isinstance(obj, dict):
-        return None
-    if strict and not set(obj) <= _CALL_KEYS:
-        return None
-    # OpenAI-shaped {"type": "function", "function": {"name": ..., ...}}.
-    if "name" not in obj and isinstance(obj.get("function"), dict):
-        obj = obj["function"]
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return None
-    if "arguments" in obj:
-        args = _coerce_args(obj["arguments"])
-    elif "parameters" in obj:
-        args = _coerce_args(obj["parameters"])
-    elif strict:
-        return None
-    else:
-        args = {}
-    if args is None:
-        return None
-    return RecoveredCall(name=name.strip(), arguments=args)
-
-
-def _coerce_args(raw: Any) -> dict[str, Any] | None:
-    if raw is None:
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        if not raw.strip():
-            return {}
-        try:
-            parsed = _loads_lenient(raw)
-        except ValueError:
-            return None
-        return parsed if isinstance(parsed, dict) else None
-    return None
-
-
-def _parse_values(text: str) -> list[Any]:
-    """Every complete JSON value in ``text``, read leniently, in order.
-
-    Handles one value, several back to back ("{..}\\n{..}" or "{..}; {..}"),
-    and a complete value followed by junk. An incomplete value yields nothing.
-    """
-    s = text.strip()
-    if not s:
-        return []
-    try:
-        return [_loads_lenient(s)]
-    except ValueError:
-        pass
-    try:
-        s = _repair(s)
-    except ValueError:
-        pass
-    decoder = json.JSONDecoder(strict=False)
-    values: list[Any] = []
-    i = 0
-    while i < len(s):
-        while i < len(s) and (s[i].isspace() or s[i] in ";,"):
-            i += 1
-        if i >= len(s):
-            break
-        try:
-            value, i = decoder.raw_decode(s, i)
-        except ValueError:
-            break
-        values.append(value)
-    return values
-
-
-def _loads_lenient(text: str) -> Any:
-    """json.loads, then once more after repairing common model slips."""
-    # strict=False admits raw newlines inside strings, which models write
-    # when an argument is multi-line text.
-    try:
-        return json.loads(text, strict=False)
-    except ValueError:
-        pass
-    return json.loads(_repair(text), strict=False)
-
-
-_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
-
-
-def _repair(text: str) -> str:
-    """Rewrite single-quoted strings, trailing commas and Python literals as JSON.
-
-    Works on tokens rather than with regexes so that quotes, commas and words
-    inside string values are left alone. Raises ValueError on an unterminated
-    string, since that means the value was cut off.
-    """
-    out: list[str] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            j = i + 1
-            piece: list[str] = []
-            while j < n and text[j] != c:
-                if text[j] == "\\" and j + 1 < n:
-                    if c == "'" and text[j + 1] == "'":
-                        piece.append("'")  # \' is not a JSON escape
-                    else:
-                        piece.append(text[j : j + 2])
-                    j += 2
-                    continue
-                if c == "'" and text[j] == '"':
-                    piece.append('\\"')
-                else:
-                    piece.append(text[j])
-                j += 1
-            if j >= n:
-                raise ValueError("unterminated string")
-            out.append('"' + "".join(piece) + '"')
-            i = j + 1
-        elif c == ",":
-            k = i + 1
-            while k < n and text[k].isspace():
-                k += 1
-            if k < n and text[k] in "}]":
-                i += 1  # trailing comma
-                continue
-            out.append(c)
-            i += 1
-        elif c.isalpha() or c == "_":
-            j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            word = text[i:j]
-            out.append(_PY_LITERALS.get(word, word))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)

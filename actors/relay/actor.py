@@ -4,6 +4,10 @@ It owns the session's sequencing (one append at a time, under a lock), its long-
 its write-rate window and its warnings. Everything durable is in the store, so a restarted or
 re-created actor picks up at the same seq. The HTTP app passes `now` on every call: the app's
 clock is the only clock, which is what lets tests move time.
+
+Replies are typed (`actors.relay.messages`); a refusal or a fault comes back as a `RelayFault`,
+never as an exception across Ray. Idle for `idle_seconds` with nothing parked or running, the
+actor exits (the rule is `IdleWatch`); file moves run in a worker thread.
 """
 
 from __future__ import annotations
@@ -13,23 +17,26 @@ import hashlib
 import logging
 import os
 import shutil
-import time
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 from pydantic import BaseModel
 
+from actors.common.idle import IdleWatch
 from actors.common.names import NAMESPACE
 from actors.errors import report
 from actors.relay import repository as repo
 from actors.relay.core import Plan, SessionCore
 from actors.relay.envelope import is_urgent
 from actors.relay.errors import RelayError
+from actors.relay.messages import Batch, Envelope, FileFound, FileList, RelayFault, Swept, Terminated
 from actors.relay.waiters import Gone, WaiterHub
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class RelayConfig(BaseModel):
@@ -47,6 +54,21 @@ def stored_file_path(data_dir: str | Path, uid: str, name: str) -> Path:
     return files_dir(data_dir, uid) / hashlib.sha256(name.encode()).hexdigest()
 
 
+def _move_into_place(tmp_path: str, final: Path) -> None:
+    """Blocking file-system work of an upload (run in a worker thread)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp_path, final)
+
+
+def _discard(tmp_path: str) -> None:
+    if os.path.exists(tmp_path):
+        os.unlink(tmp_path)
+
+
+def _batch(envelopes: list[dict[str, Any]], last_seq: int) -> Batch:
+    return Batch(messages=[Envelope.model_validate(e) for e in envelopes], last_seq=last_seq)
+
+
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0, max_concurrency=10000)
 class RelayActor:
     def __init__(self, uid: str, config: RelayConfig) -> None:
@@ -57,11 +79,11 @@ class RelayActor:
         self.waiters = WaiterHub()
         self._lock = asyncio.Lock()
         self._loading = asyncio.Lock()
-        self._last_call = time.monotonic()
+        self.idle = IdleWatch(config.idle_seconds)
         self._idle: asyncio.Task[None] | None = None
 
     async def _load(self, now: float) -> SessionCore:
-        self._last_call = time.monotonic()
+        self.idle.touch()
         if self.core is None:
             # Calls arrive concurrently: the first loads, the others wait for its result.
             async with self._loading:
@@ -78,11 +100,9 @@ class RelayActor:
         return self.core
 
     async def _idle_timer(self) -> None:
-        period = min(30.0, self.config.idle_seconds / 4)
         while True:
-            await asyncio.sleep(period)
-            if not len(self.waiters) and not self._lock.locked() and \
-                    time.monotonic() - self._last_call >= self.config.idle_seconds:
+            await asyncio.sleep(self.idle.period())
+            if self.idle.due(busy=len(self.waiters) > 0 or self._lock.locked()):
                 # On purpose, so no restart: the next request rebuilds it from the store.
                 ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
                 return
@@ -103,47 +123,50 @@ class RelayActor:
             self.core.state.purged = True
         self.waiters.fail_all()
 
-    async def _guard(self, coro: Any) -> Any:
-        """Every public method's boundary: refusals become error dicts, faults become `internal`."""
+    async def _guard(self, coro: Awaitable[T]) -> T | RelayFault:
+        """Every public method's boundary: refusals become a RelayFault, faults `internal`."""
         try:
             return await coro
         except RelayError as exc:
-            return exc.to_dict()
+            return exc.fault()
         except Exception as exc:  # noqa: BLE001 - actor boundary: never raise across Ray
             log.exception("relay session %s failed", self.uid)
             report("relay.actor", exc, request={"uid": self.uid})
-            return RelayError("internal", "the relay failed; this is not your fault").to_dict()
+            return RelayError("internal", "the relay failed; this is not your fault").fault()
 
     # -- calls from the HTTP app ---------------------------------------------------------
 
-    async def post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> Envelope | RelayFault:
+        async def run() -> Envelope:
             async with self._lock:
                 core = await self._load(now)
                 plan = core.plan_post(message, metadata, now)
                 await self._apply(plan)
-                return plan.envelopes[0]
+                return Envelope.model_validate(plan.envelopes[0])
         return await self._guard(run())
 
-    async def read(self, since: int, limit: int, now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def read(self, since: int, limit: int, now: float) -> Batch | RelayFault:
+        async def run() -> Batch:
             core = await self._load(now)
             core.require_readable(now)
             head = core.state.last_seq
             messages = await repo.read_messages(self.store, self.uid, since, limit)
-            return {"messages": messages, "last_seq": head}
+            return _batch(messages, head)
         return await self._guard(run())
 
-    async def wait(self, since: int, timeout: float, urgent_only: bool, now: float) -> dict[str, Any] | None:
+    def _head(self) -> int:
+        return self.core.state.last_seq if self.core else 0
+
+    async def wait(self, since: int, timeout: float, urgent_only: bool, now: float) -> Batch | RelayFault | None:
         """Matches already in the log at once; else park until an append matches or time is up
         (None, which the app answers with 204)."""
-        async def run() -> dict[str, Any] | None:
+        async def run() -> Batch | None:
             core = await self._load(now)
             core.require_readable(now)
             if since < core.state.last_seq:
                 found = await repo.read_messages(self.store, self.uid, since, 1000, urgent_only)
                 if found:
-                    return {"messages": found, "last_seq": self.core.state.last_seq if self.core else 0}
+                    return _batch(found, self._head())
             if timeout <= 0:
                 return None
             match = is_urgent if urgent_only else (lambda _e: True)
@@ -152,49 +175,48 @@ class RelayActor:
             except Gone:
                 raise RelayError("gone", "this session was purged while you waited") from None
             finally:
-                self._last_call = time.monotonic()
+                self.idle.touch()
             if woke is None:
                 return None
-            return {"messages": woke, "last_seq": self.core.state.last_seq if self.core else 0}
+            return _batch(woke, self._head())
         return await self._guard(run())
 
-    async def put_file(self, name: str, size: int, content_type: str, tmp_path: str, now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def put_file(self, name: str, size: int, content_type: str, tmp_path: str,
+                       now: float) -> Envelope | RelayFault:
+        async def run() -> Envelope:
             try:
                 async with self._lock:
                     core = await self._load(now)
                     found = await repo.get_file(self.store, self.uid, name)
                     plan = core.plan_file(name, size, content_type, found[0].size if found else None, now)
                     final = stored_file_path(self.config.data_dir, self.uid, name)
-                    final.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(tmp_path, final)
+                    await asyncio.to_thread(_move_into_place, tmp_path, final)
                     await self._apply(plan, str(final))
-                    return plan.envelopes[0]
+                    return Envelope.model_validate(plan.envelopes[0])
             finally:
-                if os.path.exists(tmp_path):
-                    os.unlink(tmp_path)
+                await asyncio.to_thread(_discard, tmp_path)
         return await self._guard(run())
 
-    async def files(self, now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def files(self, now: float) -> FileList | RelayFault:
+        async def run() -> FileList:
             core = await self._load(now)
             core.require_readable(now)
-            return {"files": [f.public() for f in await repo.list_files(self.store, self.uid)]}
+            return FileList(files=await repo.list_files(self.store, self.uid))
         return await self._guard(run())
 
-    async def file(self, name: str, now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def file(self, name: str, now: float) -> FileFound | RelayFault:
+        async def run() -> FileFound:
             core = await self._load(now)
             core.require_readable(now)
             found = await repo.get_file(self.store, self.uid, name)
             if found is None:
                 raise RelayError("not_found", f"no file named {name!r} in this session")
             record, path = found
-            return {"file": record.public(), "path": path}
+            return FileFound(file=record, path=path)
         return await self._guard(run())
 
-    async def terminate(self, now: float) -> dict[str, Any]:
-        async def run() -> dict[str, Any]:
+    async def terminate(self, now: float) -> Terminated | RelayFault:
+        async def run() -> Terminated:
             async with self._lock:
                 core = await self._load(now)
                 plan = core.plan_terminate(now)
@@ -202,17 +224,17 @@ class RelayActor:
                 return core.terminate_reply()
         return await self._guard(run())
 
-    async def sweep(self, now: float) -> dict[str, Any]:
+    async def sweep(self, now: float) -> Swept | RelayFault:
         """The sweeper's call: announce expiry ten minutes ahead, purge when the grace is over."""
-        async def run() -> dict[str, Any]:
+        async def run() -> Swept:
             async with self._lock:
                 core = await self._load(now)
                 if core.state.purged:
-                    return {"phase": "purged"}
+                    return Swept(phase="purged")
                 plan = core.plan_expiring(now)
                 if plan is not None:
                     await self._apply(plan)
-                return {"phase": core.phase(now)}
+                return Swept(phase=core.phase(now))
         return await self._guard(run())
 
     def head(self) -> int:

@@ -16,20 +16,12 @@ from actors.relay.envelope import encoded_size, iso_utc, stamp, system_message
 from actors.relay.errors import RelayError
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import MinuteWindow
+from actors.relay.messages import FileRecord, Terminated
+
+__all__ = ["Envelope", "FileRecord", "Plan", "SessionCore", "check_file_name"]
 
 Envelope = dict[str, Any]
 _FILE_NAME_BAD = re.compile(r"[\x00-\x1f/\\]")
-
-
-class FileRecord(BaseModel):
-    name: str
-    size: int
-    content_type: str
-    seq: int
-    uploaded_at: str
-
-    def public(self) -> dict[str, Any]:
-        return self.model_dump()
 
 
 class Plan(BaseModel):
@@ -157,5 +149,5 @@ class SessionCore:
     def commit(self, plan: Plan) -> None:
         self.state = plan.state
 
-    def terminate_reply(self) -> dict[str, Any]:
-        return {"status": "read-only", "purge_at": iso_utc(lifecycle.purge_at(self.state))}
+    def terminate_reply(self) -> Terminated:
+        return Terminated(purge_at=iso_utc(lifecycle.purge_at(self.state)))

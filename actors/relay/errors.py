@@ -1,9 +1,11 @@
 """The relay's error vocabulary: one status and one code per failure, as clients of the
-original relay match on them. Errors cross Ray as plain dicts, never as exceptions."""
+original relay match on them. Errors cross Ray as a typed `RelayFault` (an `ErrorInfo` and the
+rate limit's retry-after), never as exceptions."""
 
 from __future__ import annotations
 
-from typing import Any
+from actors.common.errors import ErrorInfo, IriisError
+from actors.relay.messages import RelayFault
 
 STATUS: dict[str, int] = {
     "invalid_request": 400,
@@ -18,30 +20,28 @@ STATUS: dict[str, int] = {
 }
 
 
-class RelayError(Exception):
+class RelayError(IriisError):
     """A refusal with its documented code; `retry_after` only for rate_limited."""
 
+    code = "internal"
+
     def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code)
         self.retry_after = retry_after
 
     @property
     def status(self) -> int:
         return STATUS[self.code]
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"error": {"code": self.code, "message": self.message}}
-        if self.retry_after is not None:
-            out["retry_after"] = self.retry_after
-        return out
+    def fault(self) -> RelayFault:
+        """The error as it crosses Ray."""
+        return RelayFault(error=self.info(), retry_after=self.retry_after)
+
+    @classmethod
+    def from_fault(cls, fault: RelayFault) -> RelayError:
+        return cls(fault.error.code, fault.error.message, fault.retry_after)
 
 
-def from_dict(data: dict[str, Any]) -> RelayError:
-    err = data["error"]
-    return RelayError(err["code"], err["message"], data.get("retry_after"))
-
-
-def is_error(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("error"), dict) and "code" in data["error"]
+def error_body(info: ErrorInfo) -> dict[str, dict[str, str]]:
+    """The contract's error body: `{"error": {"code", "message"}}`."""
+    return {"error": info.model_dump()}

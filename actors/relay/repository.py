@@ -7,7 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from actors.relay.core import FileRecord, Plan
+from actors.relay.core import Plan
+from actors.relay.messages import FileRecord
 from actors.relay.envelope import drew_from_rate, epoch_of, is_urgent
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import RelayLimits

@@ -20,9 +20,10 @@ from actors.relay import lifecycle
 from actors.relay import repository as repo
 from actors.relay.actor import RelayConfig, relay_actor
 from actors.relay.envelope import iso_utc
-from actors.relay.errors import RelayError, from_dict, is_error
+from actors.relay.errors import RelayError
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import RelayLimits, hourly_retry
+from actors.relay.messages import RelayFault, SessionCreated, Swept
 from actors.relay.pairing import Blob, PairingToken, new_key, new_uid
 from actors.store.store import Store
 
@@ -62,7 +63,7 @@ class RelayService:
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def create(self, client: str, base_url: str) -> dict[str, Any]:
+    async def create(self, client: str, base_url: str) -> SessionCreated:
         uid, key = new_uid(), new_key()
         async with self._creating:
             now = self.now()
@@ -75,12 +76,9 @@ class RelayService:
                                  limits=self.limits)
             await repo.create_session(self.store, state, created_by=client)
         self._keys[uid] = state.key_hash
-        out: dict[str, Any] = {"uid": uid, "url": f"{base_url.rstrip('/')}/s/{uid}", "key": key,
-                               "created_at": iso_utc(now), "limits": self.limits.model_dump()}
-        if self.blob is not None:
-            # Not in the original's reply; clients ignore unknown fields, and our agent needs it.
-            out["token"] = PairingToken(blob=self.blob, uid=uid, key=key).encode()
-        return out
+        token = PairingToken(blob=self.blob, uid=uid, key=key).encode() if self.blob is not None else None
+        return SessionCreated(uid=uid, url=f"{base_url.rstrip('/')}/s/{uid}", key=key, created_at=iso_utc(now),
+                              limits=self.limits.model_dump(), token=token)
 
     async def authorize(self, uid: str, key: str | None) -> None:
         """404 for no such session, 401 for a wrong or missing key."""
@@ -94,7 +92,7 @@ class RelayService:
             raise RelayError("unauthorized", "wrong or missing key; send Authorization: Bearer <key>")
 
     async def call(self, uid: str, method: str, *args: Any) -> Any:
-        """Call the session's actor (creating it if it is not running); error dicts become
+        """Call the session's actor (creating it if it is not running); a RelayFault becomes a
         RelayError. An actor that exited while idle is made again, up to three times."""
         for attempt in range(3):
             handle = self._handles.get(uid)
@@ -108,8 +106,8 @@ class RelayService:
                 if attempt == 2:
                     raise
                 await asyncio.sleep(0.2 * (attempt + 1))
-        if is_error(result):
-            raise from_dict(result)
+        if isinstance(result, RelayFault):
+            raise RelayError.from_fault(result)
         return result
 
     # -- the sweeper ----------------------------------------------------------------------
@@ -125,8 +123,8 @@ class RelayService:
                 except RelayError as exc:
                     if exc.code != "gone":
                         log.warning("sweep of %s: %s", state.uid, exc.message)
-                    result = {"phase": "purged"}
-                if result.get("phase") == "purged":
+                    result = Swept(phase="purged")
+                if result.phase == "purged":
                     done["purged"] += 1
                 else:
                     done["expiring"] += 1

@@ -1,8 +1,10 @@
 """SessionActor "session:{id}": one per conversation while it is in use.
 
-It owns the conversation's state: one turn at a time (a lock), cancel jumping that queue,
-pending confirmations, the rolling summary, and buffered writes flushed on a timer, on every
-read, on idle exit and at shutdown.
+It owns the conversation's state and is only its Ray plumbing: the policy lives in Ray-free
+cores with their own tests. `turns` (one turn at a time, cancel jumping that queue, the agent's
+events relayed, the reply saved), `confirmations` (pending confirmations and the PIN rule),
+`learning` (what a turn teaches memory) and `IdleWatch` (when to exit). Writes are buffered and
+flushed on a timer, on every read, on idle exit and at shutdown.
 """
 
 from __future__ import annotations
@@ -10,42 +12,35 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import ray
 from pydantic import BaseModel
 
+from actors.common.errors import ErrorInfo
+from actors.common.idle import IdleWatch
 from actors.common.names import NAMESPACE, live_actors, live_actors_async
+from actors.devices.people import OWNER_ID
 from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.memory.embed_actor import remote_encoder
-from actors.memory.reflection import is_trivial
-from actors.memory.repository import memory_block
-from actors.common.attachments import expand_message
-from actors.session.core import SessionCore, system_prompt
-from actors.session.events import TurnEvent
-from actors.session.files import render_attachments
-from actors.session.loop import MAX_BACKGROUND_STEPS, MAX_CHAT_STEPS
-from actors.devices.grants import device_of_server
-from actors.devices.people import OWNER_ID, check_pin
-from actors.devices.repository import conversation_person
+from actors.session import confirmations, turns
+from actors.session.confirmations import (
+    ConfirmationAnswer,
+    ConfirmationBook,
+    SessionRefusal,
+)
+from actors.session.core import SessionCore
+from actors.session.events import Cancel, ConfirmRequest, TurnEvent, TurnRequest
+from actors.session.learning import LearningPlan
 from actors.session.turnlog import TurnLog
-from actors.store.models import HEALTH_CHANNEL, OutboxItem, new_id
+from actors.session.turns import TurnDesk
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
-
-CONFIRM_TIMEOUT = 600.0
-PIN_PROBLEMS = {
-    "pin_required": "This action needs your PIN.",
-    "pin_not_set": "No PIN is set; run `iriis pin set` (or `iriis pin set --user EMAIL`) on the server.",
-    "wrong_pin": "That PIN is not right.",
-}
-# Tool-using turns in one sitting that make a "work session" worth a playbook distillation.
-WORK_SESSION_TURNS = 2
 
 
 class SessionConfig(BaseModel):
@@ -58,17 +53,6 @@ class SessionNotFound(Exception):
     pass
 
 
-def _refusal(code: str, message: str) -> dict[str, Any]:
-    return {"error": code, "message": message}
-
-
-class _Pending:
-    def __init__(self, turn_id: str, request: dict[str, Any]) -> None:
-        self.turn_id = turn_id
-        self.request = request
-        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-
 @ray.remote(num_cpus=0, max_restarts=3, max_task_retries=0)
 class SessionActor:
     def __init__(self, session_id: str, config: SessionConfig, agent: Any) -> None:
@@ -77,23 +61,18 @@ class SessionActor:
         self.agent = agent
         self.store = Store.open(config.database_url)
         self.core = SessionCore(session_id)
+        self.desk = TurnDesk()
+        self.confirmations = ConfirmationBook(session_id)
+        self.learning = LearningPlan()
+        self.idle = IdleWatch(config.idle_seconds)
         self._loaded = False
         self._load_lock = asyncio.Lock()
-        self._turn_lock = asyncio.Lock()
-        self.current: TurnLog | None = None
-        self._current_task: asyncio.Task[None] | None = None
-        self._turns: dict[str, TurnLog] = {}
-        self._waiting = 0
-        self._pending: dict[str, _Pending] = {}
         self._summarizing: asyncio.Task[None] | None = None
-        self._last_activity = time.monotonic()
         self._timers: list[asyncio.Task[None]] = []
         self._started = time.time()
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
         self._encoder_state: tuple[Any] | None = None
-        # Tool-using turns since the last playbook distillation: a "work session".
-        self._work: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -112,7 +91,7 @@ class SessionActor:
                 self._loaded = True
                 loop = asyncio.get_running_loop()
                 self._timers = [loop.create_task(self._flush_timer()), loop.create_task(self._idle_timer())]
-        self._last_activity = time.monotonic()
+        self.idle.touch()
         assert self.core.conversation is not None
         return self.core.conversation.channel
 
@@ -121,17 +100,17 @@ class SessionActor:
             await asyncio.sleep(self.config.flush_seconds)
             await self._safe_flush()
 
+    def _busy(self) -> bool:
+        return bool(self.desk.busy or len(self.confirmations) or self._learning
+                    or (self._summarizing and not self._summarizing.done()))
+
     async def _idle_timer(self) -> None:
-        period = min(30.0, self.config.idle_seconds / 4)
         while True:
-            await asyncio.sleep(period)
-            idle = time.monotonic() - self._last_activity
-            busy = self._turn_lock.locked() or self._waiting or self._pending or self._learning or (
-                self._summarizing and not self._summarizing.done())
-            if not busy and idle >= self.config.idle_seconds:
+            await asyncio.sleep(self.idle.period())
+            if self.idle.due(self._busy()):
                 await self._end_work_session()
                 if await self._safe_flush():
-                    log.info("session %s idle for %.0fs; exiting", self.core.session_id, idle)
+                    log.info("session %s idle for %.0fs; exiting", self.core.session_id, self.idle.idle_for())
                     # Exiting on purpose: no restart; the next request rebuilds it from the store.
                     ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
                     return
@@ -140,7 +119,7 @@ class SessionActor:
         try:
             await self.core.buffer.flush(self.store)
             return True
-        except Exception as exc:  # noqa: BLE001 - timer boundary: keep the batch, report, retry later
+        except Exception as exc:
             log.exception("flush of session %s failed", self.core.session_id)
             report("session.flush", exc, request={"session": self.core.session_id})
             return False
@@ -152,216 +131,109 @@ class SessionActor:
 
     async def messages(self) -> list[dict[str, Any]]:
         """The stored conversation; flushes first so a read never misses an accepted write."""
-        self._last_activity = time.monotonic()
+        self.idle.touch()
         await self.flush()
         return [m.model_dump() for m in await self.store.list_messages(self.core.session_id)]
 
     def state(self) -> dict[str, Any]:
-        turn = self.current
-        running = bool(turn and not turn.finished)
-        return {
-            "session_id": self.core.session_id,
-            "running": running,
-            "turn": turn.progress() if turn else None,
-            "queued": self._waiting,
-            "pending_confirmations": [
-                {"id": cid, "turn_id": p.turn_id, **{k: p.request[k] for k in ("tool", "question", "needs_pin")}}
-                for cid, p in self._pending.items()
-            ],
-            "summary": self.core.conversation.summary if self.core.conversation else "",
-            "pending_writes": self.core.buffer.pending,
-            # Lets an owner (and a test) see that an idle actor exited and was rebuilt.
-            "actor_started": self._started,
-        }
+        return turns.state(self.core, self.desk, self.confirmations, self._started)
 
     def has_message(self, message_id: str) -> bool:
         return any(m.id == message_id for m in self.core.history)
 
     async def delete_message(self, message_id: str) -> bool:
-        self._last_activity = time.monotonic()
+        self.idle.touch()
         removed = self.core.remove(message_id)
         await self.flush()
         return removed
 
     # -- turns ----------------------------------------------------------------------------
 
-    async def chat(self, message: str, background: bool = False, attended: bool = True) -> AsyncIterator[dict[str, Any]]:
-        """Stream a turn's events (as dicts). The first one names the turn."""
+    async def chat(self, message: str, background: bool = False, attended: bool = True) -> AsyncIterator[TurnEvent]:
+        """Stream a turn's typed events. The first one (`TurnStarted`) names the turn."""
         if not self._loaded and not await self.open():
             raise SessionNotFound(self.core.session_id)
-        turn = TurnLog(new_id(), background=background)
-        self._turns = {k: t for k, t in self._turns.items() if not t.finished}
-        self._turns[turn.turn_id] = turn
-        self._waiting += 1
+        turn = self.desk.open(background)
         # A fresh context: the turn must not inherit the caller's request context, or Ray
         # cancels it (and the AgentLoop call under it) when that caller goes away.
         asyncio.get_running_loop().create_task(self._run(turn, message, attended), context=contextvars.Context())
-        async for event in self._stream(turn):
+        async for event in self.desk.follow(turn):
             yield event
 
-    async def follow(self, turn_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, turn_id: str | None = None) -> AsyncIterator[TurnEvent]:
         """Follow a running turn from its start, for a client that reopened."""
-        turn = self._turns.get(turn_id) if turn_id else self.current
+        turn = self.desk.get(turn_id)
         if turn is None:
             return
-        async for event in self._stream(turn):
+        async for event in self.desk.follow(turn):
             yield event
-
-    async def _stream(self, turn: TurnLog) -> AsyncIterator[dict[str, Any]]:
-        """The turn's id first, then its events from the start."""
-        yield {"type": "turn", "data": {"turn_id": turn.turn_id}}
-        try:
-            async for event in turn.follow():
-                yield event.model_dump()
-        finally:
-            # Ray closes this generator when its consumer goes away: a second signal, beside
-            # the gateway's, that the client left mid-turn.
-            if not turn.finished:
-                self.client_left(turn.turn_id)
 
     def client_left(self, turn_id: str) -> None:
         """The HTTP client went away: a background turn goes on, a plain one stops there."""
-        turn = self._turns.get(turn_id)
-        if turn is None or turn.finished:
-            return
-        turn.detached = True
-        if not turn.background and turn is self.current and self._current_task:
-            turn.cancelled = True
-            self._current_task.cancel()
+        self.desk.client_left(turn_id)
 
     async def cancel(self, heard: str | None = None, heard_index: int | None = None) -> bool:
         """Stop the running turn now (barge-in); does not wait behind the turn lock."""
-        turn, task = self.current, self._current_task
-        if turn is None or turn.finished or task is None:
-            return False
-        turn.cancelled = True
-        turn.heard = (heard, heard_index)
-        task.cancel()
-        return True
+        return self.desk.cancel(Cancel(heard=heard, heard_index=heard_index))
 
-    async def request_confirmation(self, turn_id: str, request: dict[str, Any]) -> bool:
+    async def request_confirmation(self, turn_id: str, request: ConfirmRequest) -> bool:
         """Called by the AgentLoop: ask the owner through the turn's stream and wait."""
-        turn = self._turns.get(turn_id)
-        if turn is None or turn.finished:
-            return False
-        cid = f"{self.core.session_id}.{secrets.token_hex(6)}"
-        pending = _Pending(turn_id, request)
-        self._pending[cid] = pending
-        await turn.push(TurnEvent(type="confirm", data={
-            "id": cid, "question": request["question"], "tool": request["tool"],
-            "arguments": request["arguments"], "needs_pin": request["needs_pin"],
-            "reason": request.get("reason", ""), "expires_in": CONFIRM_TIMEOUT}))
-        try:
-            return await asyncio.wait_for(asyncio.shield(pending.future), CONFIRM_TIMEOUT)
-        except asyncio.TimeoutError:
-            return False
-        finally:
-            self._pending.pop(cid, None)
+        return await turns.ask(self.desk, self.confirmations, turn_id, request)
 
-    async def answer_confirmation(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
-        """Resolve a pending confirmation. Errors come back as {"error": code, "message"}:
-        plain data crosses Ray more predictably than custom exceptions."""
-        pending = self._pending.get(confirmation_id)
-        if pending is None or pending.future.done():
-            return _refusal("not_found", "No pending confirmation with that id (answered, expired or unknown).")
-        self._last_activity = time.monotonic()
-        if approve and pending.request["needs_pin"]:
-            # The PIN is the conversation's own person's: a member approves with theirs, and
-            # nobody else's PIN (the owner's included) approves an action in their name.
-            person, _device = await conversation_person(self.store, self.core.session_id)
-            problem = await check_pin(self.store, person, pin)
-            if problem:
-                return _refusal(problem, PIN_PROBLEMS[problem])
-        pending.future.set_result(approve)
-        return {"id": confirmation_id, "status": "approved" if approve else "declined"}
+    async def answer_confirmation(self, confirmation_id: str, approve: bool,
+                                  pin: str | None) -> ConfirmationAnswer | ErrorInfo:
+        """Resolve a pending confirmation; a refusal (not found, PIN) comes back as ErrorInfo."""
+        self.idle.touch()
+        person, check = confirmations.store_pins(self.store, self.core.session_id)
+        try:
+            return await confirmations.answer(self.confirmations, confirmation_id, approve, pin, person, check)
+        except SessionRefusal as exc:
+            return exc.info()
 
     async def _run(self, turn: TurnLog, message: str, attended: bool) -> None:
-        try:
-            async with self._turn_lock:
-                self._waiting -= 1
-                self.current, self._current_task = turn, asyncio.current_task()
-                self._last_activity = time.monotonic()
-                await self._turn(turn, message, attended)
-        except asyncio.CancelledError:
-            self._finish_cancelled(turn)
-            await turn.push(TurnEvent(type="done", data=self._done_data(None, turn.heard_text(), cancelled=True)))
-        except Exception as exc:  # noqa: BLE001 - a turn's top boundary: the client gets a plain error
-            log.exception("turn failed in session %s", self.core.session_id)
-            report("session.turn", exc, request={"session": self.core.session_id})
-            await turn.push(TurnEvent(type="error", data={
-                "code": "internal_error",
-                "message": "Something went wrong while answering; your message was saved. Please try again.",
-            }))
-        finally:
-            for cid, pending in list(self._pending.items()):
-                if pending.turn_id == turn.turn_id and not pending.future.done():
-                    pending.future.set_result(False)
-            self._current_task = None
-            self._last_activity = time.monotonic()
-            await self._after_turn(turn)
+        self.idle.touch()
+        await turns.conduct(self.desk, self.core, self.confirmations, turn,
+                            lambda: self._turn(turn, message, attended), self._turn_failed)
+        self.idle.touch()
+        await self._after_turn(turn)
 
-    def _finish_cancelled(self, turn: TurnLog) -> None:
-        heard = turn.heard_text()
-        if heard:
-            self.core.add("assistant", heard, meta={"interrupted": True})
-
-    def _done_data(self, message_id: str | None, text: str, cancelled: bool = False) -> dict[str, Any]:
-        return {"session_id": self.core.session_id, "message_id": message_id, "text": text,
-                "cancelled": cancelled}
+    def _turn_failed(self, exc: Exception) -> None:
+        log.exception("turn failed in session %s", self.core.session_id)
+        report("session.turn", exc, request={"session": self.core.session_id})
 
     async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
         self.core.add("user", message)
-        person, device = await conversation_person(self.store, self.core.session_id)
-        # Memory is the owner's: other people's conversations neither see nor feed it.
-        memory = (await memory_block(self.store, message, session_id=self.core.session_id,
-                                     encoder=await self._encoder())
-                  if person == OWNER_ID else "")
-        messages = self.core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
-        rendered = await render_attachments(self.store, message, turn)
-        if rendered:
-            # The model reads the files' contents; the stored message stays as the owner sent it.
-            messages[-1] = {"role": "user", "content": expand_message(message, rendered)}
-        request = {
-            "messages": messages, "session_id": self.core.session_id, "turn_id": turn.turn_id,
-            "session": ray.get_runtime_context().current_actor, "attended": attended,
-            "max_steps": MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
-            # Whose turn it is, read once here: the AgentLoop offers that person's device tools.
-            "scope": {"person": person, "device": device},
-        }
+        request, person = await turns.prepare(self.store, self.core, turn, message, attended, self._encoder,
+                                              session=ray.get_runtime_context().current_actor)
+        # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
+        async with aclosing(self._agent_events(request)) as events:
+            await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID)
+
+    async def _agent_events(self, request: TurnRequest) -> AsyncIterator[TurnEvent]:
+        """The AgentLoop's stream; stopped there too if this turn stops reading early."""
         stream = self.agent.options(stream=True).run.remote(request)
-        result: dict[str, Any] | None = None
+        complete = False
         try:
             async for event in stream:
-                if event["type"] == "result":
-                    result = event["data"]
-                elif event["type"] == "error":
-                    await turn.push(TurnEvent(**event))
-                    return
-                else:
-                    await turn.push(TurnEvent(**event))
+                yield event
+            complete = True
         finally:
-            if result is None:
+            if not complete:
                 stream.cancel()
-        text = (result or {}).get("text", "")
-        tools = (result or {}).get("tools") or None
-        saved = self.core.add("assistant", text, meta={"tools": tools} if tools else None)
-        await turn.push(TurnEvent(type="done", data=self._done_data(saved.id, text)))
-        if result is not None and person == OWNER_ID:
-            turn.exchange = {"session_id": self.core.session_id, "user": message, "reply": text,
-                             "tools": tools or []}
 
     async def _after_turn(self, turn: TurnLog) -> None:
-        if turn.background and turn.detached and not turn.cancelled:
-            # Nobody was watching when it finished: queue a notification for the owner.
-            first = turn.first_sentence() or "Your request is finished."
+        item = turns.notice(turn, self.core.session_id)
+        if item is not None:
             try:
-                await self.store.add_outbox(OutboxItem(
-                    kind="turn_done", session_id=self.core.session_id, title="Iriis finished",
-                    body=first, data={"turn_id": turn.turn_id}))
+                await self.store.add_outbox(item)
             except Exception as exc:  # noqa: BLE001 - a lost notification must not lose the turn
                 report("session.outbox", exc, request={"session": self.core.session_id})
-        if turn.exchange is not None and not turn.cancelled:
-            self._learn(turn)
+        channel = self.core.conversation.channel if self.core.conversation else None
+        plan = self.learning.after_turn(turn.exchange, turn.background, turn.cancelled, channel)
+        if plan.reflect is not None:
+            self._background(self.agent.reflect.remote(plan.reflect), "reflection")
+        if plan.distill is not None:
+            self._background(self.agent.distill.remote(plan.distill, self.core.session_id), "playbook")
         if self.core.to_fold() and (self._summarizing is None or self._summarizing.done()):
             self._summarizing = asyncio.get_running_loop().create_task(self._summarize())
 
@@ -376,25 +248,6 @@ class SessionActor:
                 log.warning("sentence encoder unavailable: %s", exc)
                 self._encoder_state = (None,)
         return self._encoder_state[0]
-
-    def _learn(self, turn: TurnLog) -> None:
-        """After the reply is delivered: reflect on the exchange; a finished background task
-        also distils playbook rules, and tool-using turns add to the work session."""
-        exchange = turn.exchange or {}
-        if self.core.conversation is not None and self.core.conversation.channel == HEALTH_CHANNEL:
-            return
-        if any(device_of_server(str(t.get("source") or "")) is not None for t in exchange.get("tools", [])):
-            # Device output stays in its person's conversation: it never becomes shared memory.
-            return
-        # Checked here too so a chit-chat turn costs no call at all.
-        if not is_trivial(exchange.get("user", ""), exchange.get("reply", ""), exchange.get("tools")):
-            self._background(self.agent.reflect.remote(exchange), "reflection")
-        if exchange.get("tools"):
-            work = work_summary(exchange)
-            if turn.background:
-                self._background(self.agent.distill.remote(work, self.core.session_id), "playbook")
-            else:
-                self._work.append(work)
 
     def _background(self, ref: Any, what: str) -> None:
         async def run() -> None:
@@ -411,10 +264,9 @@ class SessionActor:
     async def _end_work_session(self) -> None:
         """A conversation going idle after several tool-using turns was a piece of work:
         distil what it taught before the actor exits."""
-        if len(self._work) < WORK_SESSION_TURNS:
-            self._work.clear()
+        work = self.learning.end_work_session()
+        if work is None:
             return
-        work, self._work = "\n\n".join(self._work[-6:]), []
         try:
             await asyncio.wait_for(self.agent.distill.remote(work, self.core.session_id), 120)
         except Exception as exc:  # noqa: BLE001 - idle exit must go on
@@ -426,24 +278,11 @@ class SessionActor:
 
     async def _summarize(self) -> None:
         """Fold what left the verbatim window into the rolling summary, in the background."""
-        fold = self.core.to_fold()
-        if not fold or self.core.conversation is None:
-            return
         try:
-            summary = await self.agent.summarize.remote(
-                self.core.conversation.summary, [{"role": m.role, "content": m.content} for m in fold])
-        except Exception as exc:  # noqa: BLE001 - background boundary: the next turn tries again
+            await turns.fold_summary(self.core, self.agent.summarize.remote)
+        except Exception as exc:
             log.exception("summary failed in session %s", self.core.session_id)
             report("session.summary", exc, request={"session": self.core.session_id})
-            return
-        self.core.apply_summary(summary, fold[-1].seq)
-
-
-def work_summary(exchange: dict[str, Any]) -> str:
-    """A turn as a playbook prompt reads it: the ask, each tool and its outcome, the reply."""
-    calls = "; ".join(f"{t.get('name')} -> {t.get('status', '')}: {str(t.get('result', ''))[:160]}"
-                      for t in exchange.get("tools", []))
-    return f"Asked: {exchange.get('user', '')[:600]}\nTools: {calls}\nReplied: {exchange.get('reply', '')[:600]}"
 
 
 def live_sessions() -> dict[str, Any]:

@@ -13,22 +13,28 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
+from actors.common.budget import compact_tool_messages
+from actors.common.redact import redact_value
+from actors.common.toolspec import CONFIRM, PIN, ToolResult, ToolSpec
+from actors.common.untrusted import wrap_untrusted
 from actors.providers.chunker import SentenceChunker
 from actors.providers.guard import ToolCallGuard
 from actors.providers.types import Delta, TextDelta, ToolCall
-from actors.common.budget import compact_tool_messages
 from actors.session.claims import claim_sentence
-from actors.session.events import TurnEvent
-from actors.common.redact import redact_value
+
+# The step caps are defined with the turn request; re-exported here where callers look for them.
+from actors.session.events import (  # noqa: F401
+    MAX_BACKGROUND_STEPS,
+    MAX_CHAT_STEPS,
+    ConfirmRequest,
+    Sentence,
+    ToolActivity,
+    TurnEvent,
+    TurnResult,
+)
 from actors.store.models import AuditEntry
-from actors.common.toolspec import CONFIRM, PIN, ToolResult, ToolSpec
-from actors.common.untrusted import wrap_untrusted
 from actors.tools.spec import ToolBox
 
-MAX_CHAT_STEPS = 10
-MAX_BACKGROUND_STEPS = 20
 STEP_CAP_SENTENCE = (
     "I stopped here because this request needed more than {n} steps; "
     "ask me to continue if you want me to keep going."
@@ -53,14 +59,6 @@ NEEDS_PURPOSE = (
 )
 
 ModelFn = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], AsyncIterator[Delta]]
-
-
-class ConfirmRequest(BaseModel):
-    tool: str
-    arguments: dict[str, Any]
-    question: str
-    needs_pin: bool
-    reason: str
 
 
 @dataclass
@@ -110,7 +108,7 @@ class _Speaker:
         return out
 
     def _event(self, sentence: str) -> TurnEvent:
-        event = TurnEvent(type="sentence", data={"text": sentence, "index": self.index})
+        event = Sentence(text=sentence, index=self.index)
         self.index += 1
         self.spoken.append(sentence)
         return event
@@ -215,14 +213,13 @@ class _Turn:
         """Run one step's calls in order: tool events out, wrapped results into the prompt."""
         for call in calls:
             arguments = redact_value(call.arguments)
-            yield TurnEvent(type="tool", data={"name": call.name, "status": "start", "arguments": arguments})
+            yield ToolActivity(name=call.name, status="start", arguments=arguments)
             result, info = await self.run_call(call)
             status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
             spec = self.toolbox.specs.get(call.name)
             self.trace.append({"name": call.name, "arguments": arguments, "status": status,
                                "result": result.content[:500], "source": spec.source if spec else None})
-            yield TurnEvent(type="tool", data={"name": call.name, "status": status,
-                                               "result": result.content[:500], "files": result.files})
+            yield ToolActivity(name=call.name, status=status, result=result.content[:500], files=result.files)
             spec = self.toolbox.specs.get(call.name)
             source = f"{spec.source}.{call.name}" if spec else call.name
             messages.append({"role": "tool", "tool_call_id": call.id,
@@ -300,7 +297,7 @@ async def run_turn(
                 retried_empty, offer_tools = True, False
                 messages.append({"role": "system", "content": EMPTY_RETRY_INSTRUCTION})
                 continue
-            yield TurnEvent(type="sentence", data={"text": APOLOGY, "index": index})
+            yield Sentence(text=APOLOGY, index=index)
             reply_parts.append(APOLOGY)
             break
         messages.append(_assistant_message(speaker.text.strip(), calls))
@@ -315,10 +312,10 @@ async def run_turn(
         compact_tool_messages(messages)
     else:
         cap = STEP_CAP_SENTENCE.format(n=max_steps)
-        yield TurnEvent(type="sentence", data={"text": cap, "index": index})
+        yield Sentence(text=cap, index=index)
         reply_parts.append(cap)
     text = "\n\n".join(reply_parts)
     if turn.files:
         # Markers let clients render the artefacts in history.
         text += "\n\n" + " ".join(f"[file:{f}]" for f in dict.fromkeys(turn.files))
-    yield TurnEvent(type="result", data={"text": text, "tools": turn.trace, "files": turn.files})
+    yield TurnResult(text=text, tools=turn.trace, files=turn.files)

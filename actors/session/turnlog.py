@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from actors.session.events import TurnEvent
+from actors.session.events import ENDS_TURN, Sentence, ToolActivity, TurnEvent
 
 # A chat turn is at most 10 model steps; this bounds memory even for a runaway stream.
 MAX_EVENTS = 5_000
@@ -31,14 +31,14 @@ class TurnLog:
 
     async def push(self, event: TurnEvent) -> None:
         async with self._changed:
-            if len(self.events) < MAX_EVENTS or event.type in ("done", "error"):
+            if len(self.events) < MAX_EVENTS or event.type in ENDS_TURN:
                 self.events.append(event)
-            if event.type in ("done", "error"):
+            if event.type in ENDS_TURN:
                 self.finished = True
             self._changed.notify_all()
 
     def sentences(self) -> list[str]:
-        return [e.data["text"] for e in self.events if e.type == "sentence"]
+        return [e.text for e in self.events if isinstance(e, Sentence)]
 
     def first_sentence(self) -> str | None:
         sentences = self.sentences()
@@ -60,7 +60,7 @@ class TurnLog:
         return " ".join(sentences)
 
     def progress(self) -> dict[str, Any]:
-        tools = [e.data for e in self.events if e.type == "tool"]
+        tools = [e.data for e in self.events if isinstance(e, ToolActivity)]
         return {"turn_id": self.turn_id, "background": self.background, "finished": self.finished,
                 "sentences": self.sentences(), "tools": tools}
 

@@ -1,10 +1,11 @@
 """Every tool the agent can reach beyond the built-ins: the MCP servers of mcp.yaml plus whatever
 providers (devices) plug in, merged into one set of model-facing ToolSpecs.
 
-Each configured server gets a supervisor task that connects, lists the tools and then waits for
-the connection to end; when it does, the server is "down", its tools leave `specs()`, and the
-supervisor starts it again after a back-off that doubles up to a ceiling. Calls to a tool whose
-server is down fail with a plain message for the model instead of an exception for the loop.
+Each configured server gets a supervisor task (actors/tools/mcp_supervisor.py) that connects,
+lists the tools and then waits for the connection to end; when it does, the server is "down",
+its tools leave `specs()`, and the supervisor starts it again after a back-off that doubles up to
+a ceiling. Calls to a tool whose server is down fail with a plain message for the model instead
+of an exception for the loop.
 
 Providers are the seam for devices: a provider that is online and offers a server with the name of
 a configured one takes its place, and the configured copy covers whenever the provider is away.
@@ -21,24 +22,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
-from mcp_types import Tool
 from pydantic import BaseModel
 
-from actors.tools.config import McpConfig, RestartPolicy, ServerConfig
-from actors.tools.mcp_client import McpCallError, McpConnection, McpError, McpTimeout, McpUnavailable
 from actors.common.toolspec import Handler, ToolError, ToolOutput, ToolSpec
+from actors.tools.config import McpConfig, RestartPolicy
+from actors.tools.mcp_outcomes import McpCallError, McpTimeout, McpUnavailable
+from actors.tools.mcp_supervisor import CloudServer, ConnectionFactory, ServerState, Sleep, Supervisor
 from actors.tools.spec import ToolBox
 
 logger = logging.getLogger(__name__)
 
-ServerState = Literal["on", "off", "down", "starting"]
 Side = Literal["cloud", "device"]
-ConnectionFactory = Callable[[str, ServerConfig, Mapping[str, str]], McpConnection]
-Sleep = Callable[[float], Awaitable[None]]
 _T = TypeVar("_T")
 
 # The built-in tools' entry in mcp.yaml configures actors/tools/builtin.py, not a server.
@@ -79,23 +77,6 @@ class ToolProvider(Protocol):
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolOutput: ...
 
 
-@dataclass
-class _CloudServer:
-    name: str
-    config: ServerConfig
-    state: ServerState = "starting"
-    reason: str = ""
-    restarts: int = 0
-    # Last tool list seen, kept while down so that exposed names stay put.
-    tools: list[ToolSpec] = field(default_factory=list)
-    conn: McpConnection | None = None
-    task: asyncio.Task[None] | None = None
-    first_attempt: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def usable(self) -> bool:
-        return self.state == "on" and self.conn is not None and self.conn.alive
-
-
 @dataclass(frozen=True)
 class _Route:
     server: str
@@ -111,13 +92,6 @@ def _file_ids(structured: Any) -> list[int]:
         return []
     ids = [structured.get("file_id")] + list(structured.get("files") or [])
     return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
-
-
-def _needs_purpose(schema: dict[str, Any]) -> bool:
-    properties = schema.get("properties")
-    required = schema.get("required")
-    return (isinstance(properties, dict) and "purpose" in properties
-            and isinstance(required, list) and "purpose" in required)
 
 
 def _short(text: str) -> str:
@@ -142,20 +116,17 @@ class Catalogue:
                  reserved: Iterable[str] = (), connection_factory: ConnectionFactory | None = None,
                  sleep: Sleep | None = None) -> None:
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
-        self._restart = restart or config.restart
-        self._connect_timeout = connect_timeout
         self._reserved = frozenset(reserved)
-        self._factory: ConnectionFactory = connection_factory or self._connect
-        self._sleep: Sleep = sleep or asyncio.sleep
+        self._supervisor = Supervisor(self._environ, restart or config.restart, connect_timeout,
+                                      connection_factory, sleep, on_change=self._notify)
         self._providers: list[ToolProvider] = []
         self._changed = asyncio.Event()
         self._started = False
-        self._closed = False
-        self._cloud: dict[str, _CloudServer] = {}
+        self._cloud: dict[str, CloudServer] = {}
         for name, server in config.servers.items():
             if name == BUILTIN:
                 continue
-            entry = _CloudServer(name=name, config=server)
+            entry = CloudServer(name=name, config=server)
             missing = [var for var in server.requires_env if not self._environ.get(var, "").strip()]
             if missing:
                 entry.state = "off"
@@ -171,12 +142,12 @@ class Catalogue:
         self._started = True
         for entry in self._cloud.values():
             if entry.state != "off":
-                entry.task = asyncio.create_task(self._supervise(entry), name=f"mcp-supervisor:{entry.name}")
+                entry.task = asyncio.create_task(self._supervisor.supervise(entry), name=f"mcp-supervisor:{entry.name}")
         # Only each server's first attempt is awaited; one that fails is retried in the background.
         await asyncio.gather(*(e.first_attempt.wait() for e in self._cloud.values() if e.task))
 
     async def close(self) -> None:
-        self._closed = True
+        self._supervisor.closed = True
         tasks = [e.task for e in self._cloud.values() if e.task is not None]
         for task in tasks:
             task.cancel()
@@ -187,7 +158,7 @@ class Catalogue:
         for entry in self._cloud.values():
             entry.conn = None
             if entry.state != "off":
-                self._set(entry, "down", "the catalogue is closed")
+                self._supervisor.set_state(entry, "down", "the catalogue is closed")
 
     def add_provider(self, provider: ToolProvider) -> None:
         self._providers.append(provider)
@@ -284,85 +255,10 @@ class Catalogue:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _connect(self, name: str, config: ServerConfig, environ: Mapping[str, str]) -> McpConnection:
-        return McpConnection(name, config, environ, connect_timeout=self._connect_timeout)
-
     def _notify(self) -> None:
         # A fresh Event per change: every waiter wakes once and re-checks its predicate.
         self._changed.set()
         self._changed = asyncio.Event()
-
-    def _set(self, entry: _CloudServer, state: ServerState, reason: str) -> None:
-        entry.state = state
-        entry.reason = reason
-        self._notify()
-
-    async def _supervise(self, entry: _CloudServer) -> None:
-        try:
-            await self._keep_running(entry)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # boundary: a supervisor bug must not leave start() waiting forever
-            logger.exception("mcp %s: supervisor failed", entry.name)
-            self._set(entry, "down", "internal error in the catalogue")
-        finally:
-            entry.first_attempt.set()
-
-    async def _keep_running(self, entry: _CloudServer) -> None:
-        loop = asyncio.get_running_loop()
-        delay = self._restart.initial_s
-        first = True
-        while not self._closed:
-            if not first:
-                await self._sleep(delay)
-                delay = min(delay * 2, self._restart.max_s)
-                entry.restarts += 1
-            first = False
-            self._set(entry, "starting", entry.reason)
-            conn = self._factory(entry.name, entry.config, self._environ)
-            entry.conn = conn
-            try:
-                await conn.start()
-                async with asyncio.timeout(self._connect_timeout):
-                    listed = await conn.list_tools()
-            except (McpError, TimeoutError) as exc:
-                reason = str(exc) or f"no tool list within {self._connect_timeout:g} s"
-                await conn.close()
-                entry.conn = None
-                logger.warning("mcp %s: could not start: %s", entry.name, reason)
-                self._set(entry, "down", reason)
-                entry.first_attempt.set()
-                continue
-            entry.tools = [spec for tool in listed if (spec := self._cloud_spec(entry, tool)) is not None]
-            self._set(entry, "on", "")
-            entry.first_attempt.set()
-            logger.info("mcp %s: on, %d tools", entry.name, len(entry.tools))
-            up_since = loop.time()
-            reason = await conn.wait_lost()
-            await conn.close()
-            entry.conn = None
-            self._set(entry, "down", reason or "the connection closed")
-            # A crash after a long healthy run is news, not a crash loop: restart soon.
-            if loop.time() - up_since >= self._restart.max_s:
-                delay = self._restart.initial_s
-
-    def _cloud_spec(self, entry: _CloudServer, tool: Tool) -> ToolSpec | None:
-        config = entry.config
-        if tool.name in config.exclude:
-            return None
-        if tool.name in config.tools:
-            tier = config.tools[tool.name]
-        elif config.tier is not None:
-            tier = config.tier
-        elif tool.annotations is not None and tool.annotations.read_only_hint:
-            tier = 0
-        else:
-            tier = 1
-        schema = tool.input_schema or {"type": "object", "properties": {}}
-        description = (tool.description or getattr(tool, "title", None) or tool.name).strip()
-        return ToolSpec(name=tool.name, description=description, parameters=schema, tier=tier,
-                        source=entry.name, untrusted_output=not config.trusted,
-                        purpose_required=_needs_purpose(schema))
 
     def _online_provider(self, server: str) -> ToolProvider | None:
         for provider in self._providers:

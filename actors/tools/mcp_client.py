@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-import re
-from collections import deque
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from types import TracebackType
-from typing import IO, Any, Literal, NamedTuple
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from typing import IO, Any
 
 import anyio
 import httpx2
@@ -33,34 +28,18 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
-from mcp_types import (
-    CONNECTION_CLOSED,
-    REQUEST_TIMEOUT,
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
-    Tool,
-)
-from pydantic import BaseModel, Field, ValidationError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Tool
+from pydantic import ValidationError
 
-from actors.logmask import mask_secrets
 from actors.tools.config import ServerConfig
+from actors.tools.mcp_outcomes import (
+    CallOutcome, McpCallError, McpConnectError, McpError, McpTimeout, McpUnavailable, describe_error,
+    result_text)
+from actors.tools.mcp_resolve import Scrubber, resolve_server
+from actors.tools.mcp_streams import StderrTail, watched
 
 logger = logging.getLogger(__name__)
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_WHITESPACE = re.compile(r"\s+")
-# Env and header names whose values are credentials; those values are scrubbed from messages
-# verbatim (Authorization matches through "auth").
-_SECRET_NAME = re.compile(r"(?i)(key|token|secret|passw|auth|credential|cookie|session)")
-# Shorter values ("1", "true", "Bearer") would garble messages without protecting anything.
-_MIN_SECRET_LEN = 6
-_STDERR_LINES = 20
 _STDERR_DRAIN_S = 1.0
 _CLOSE_TIMEOUT_S = 10.0
 _MAX_LIST_PAGES = 50
@@ -72,253 +51,6 @@ _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
 )
 # Protocol errors after which the session cannot carry on (the HTTP server forgot our session).
 _SESSION_GONE = ("Session terminated",)
-
-
-# ---------------------------------------------------------------------------------------------
-# Configuration helpers: expansion, header hygiene, the /mcp path rule, error text.
-
-
-def expand_vars(text: str, environ: Mapping[str, str]) -> str:
-    """`${VAR}` and `${VAR:-default}` from `environ`; the default applies when unset or empty.
-
-    An unset variable without a default becomes empty, as in a shell; `requires_env` is the place
-    to insist that one is set.
-    """
-    def one(match: re.Match[str]) -> str:
-        value = environ.get(match.group(1), "")
-        default = match.group(2)
-        return default if default is not None and not value else value
-
-    return _VAR.sub(one, text)
-
-
-def normalise_header(value: str) -> str:
-    """A key pasted with a trailing newline (or a tab inside) is an invalid header value; keep the
-    words, one space between them."""
-    return _WHITESPACE.sub(" ", value).strip()
-
-
-def mcp_url(url: str) -> str:
-    """A bare base URL (`https://host` or `https://host/`) means the conventional `/mcp` endpoint;
-    any explicit path, `/mcp` included, is kept as written."""
-    parts = urlsplit(url.strip())
-    if parts.path in ("", "/"):
-        parts = parts._replace(path="/mcp")
-    return urlunsplit(parts)
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The first real error inside (nested) exception groups.
-
-    anyio task groups wrap a failed connect as ExceptionGroup(ExceptionGroup(ConnectError)), whose
-    own text ("unhandled errors in a TaskGroup") says nothing; cancellations that ride along with
-    the real failure are skipped.
-    """
-    while isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
-        exc = (inner or list(exc.exceptions))[0]
-    return exc
-
-
-def describe_error(exc: BaseException) -> str:
-    """One readable line for an error, unwrapped from exception groups (not yet scrubbed)."""
-    cause = root_cause(exc)
-    text = str(cause).strip()
-    name = type(cause).__name__
-    if isinstance(cause, MCPError):
-        return text or name
-    return f"{name}: {text}" if text else name
-
-
-class ResolvedServer(BaseModel):
-    """A server entry with `${VAR}`s expanded, headers cleaned and the URL completed."""
-
-    name: str
-    transport: Literal["stdio", "http"]
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-
-    def secrets(self) -> list[str]:
-        """Values to scrub from any message: the values of headers and env variables named like
-        credentials, and a header's last word on its own (the token after "Bearer")."""
-        found: list[str] = []
-        for key, value in self.headers.items():
-            if _SECRET_NAME.search(key):
-                found.append(value)
-                found.append(value.rsplit(" ", 1)[-1])
-        for key, value in self.env.items():
-            if _SECRET_NAME.search(key):
-                found.append(value.strip())
-        # Longest first, so a whole header value goes before its tail is looked for.
-        return sorted({s for s in found if len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True)
-
-
-def resolve_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -> ResolvedServer:
-    def x(text: str) -> str:
-        return expand_vars(text, environ)
-
-    url = mcp_url(x(config.url)) if config.url else None
-    return ResolvedServer(
-        name=name,
-        transport=config.transport,
-        command=x(config.command) if config.command else None,
-        args=[x(a) for a in config.args],
-        env={k: x(v) for k, v in config.env.items()},
-        url=url,
-        headers={normalise_header(k): normalise_header(x(v)) for k, v in config.headers.items()},
-    )
-
-
-class Scrubber:
-    """Masks the usual token shapes and this server's own secret values."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        self._secrets = secrets
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return mask_secrets(text)
-
-
-# ---------------------------------------------------------------------------------------------
-# Errors raised to the catalogue; their text is already scrubbed and fit to show.
-
-
-class McpError(Exception):
-    """Base for connection errors; str() is scrubbed, one line."""
-
-
-class McpConnectError(McpError):
-    """The server could not be started or reached, or did not complete the handshake."""
-
-
-class McpUnavailable(McpError):
-    """The connection is gone (or was never up); the server needs restarting."""
-
-
-class McpCallError(McpError):
-    """The server is up but refused the request (unknown tool, bad arguments, bad answer)."""
-
-
-class McpTimeout(McpError):
-    """The server did not answer within the time given; the connection stays up."""
-
-
-class CallOutcome(NamedTuple):
-    text: str
-    is_error: bool
-    structured: Any
-
-
-def result_text(result: CallToolResult) -> str:
-    """Text for the model: text blocks as they are, other media named but not inlined."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, (ImageContent, AudioContent)):
-            parts.append(f"[{block.type} ({block.mime_type}) not shown]")
-        elif isinstance(block, EmbeddedResource):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                parts.append(resource.text)
-            else:
-                parts.append(f"[binary resource {resource.uri} not shown]")
-        elif isinstance(block, ResourceLink):
-            parts.append(f"[resource: {block.uri}]")
-    text = "\n".join(parts)
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False, default=str)
-    return text
-
-
-# ---------------------------------------------------------------------------------------------
-# Transport plumbing.
-
-
-class _EofWatch:
-    """The transport's read stream, reporting when it ends.
-
-    A stdio server that exits closes its stdout, which ends this stream; nothing else in the SDK
-    surfaces that while no request is in flight.
-    """
-
-    def __init__(self, inner: Any, on_eof: Any) -> None:
-        self._inner = inner
-        self._on_eof = on_eof
-
-    @property
-    def last_context(self) -> Any:
-        # The dispatcher reads the sender's contextvars from here (streamable HTTP sets them).
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-
-    def __aiter__(self) -> _EofWatch:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self._inner.__anext__()
-        except (StopAsyncIteration, anyio.ClosedResourceError):
-            self._on_eof()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _EofWatch:
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self._inner.aclose()
-
-
-@asynccontextmanager
-async def _watched(transport: AbstractAsyncContextManager[Any], on_eof: Any) -> AsyncIterator[Any]:
-    async with transport as (read_stream, write_stream):
-        yield _EofWatch(read_stream, on_eof), write_stream
-
-
-class _StderrTail(asyncio.Protocol):
-    """Keeps the last lines a stdio server wrote to stderr: the one clue to why it exited."""
-
-    def __init__(self, server: str, scrub: Scrubber) -> None:
-        self.lines: deque[str] = deque(maxlen=_STDERR_LINES)
-        self._server = server
-        self._scrub = scrub
-        self._partial = b""
-        self.closed = asyncio.Event()
-
-    def data_received(self, data: bytes) -> None:
-        *complete, self._partial = (self._partial + data).split(b"\n")
-        if len(self._partial) > 8192:  # a line without end should not grow without bound
-            complete.append(self._partial)
-            self._partial = b""
-        for raw in complete:
-            line = raw.decode(errors="replace").rstrip()
-            if line:
-                self.lines.append(line)
-                logger.debug("mcp %s stderr: %s", self._server, self._scrub(line))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-
-    def last(self) -> str | None:
-        return self._scrub(self.lines[-1]) if self.lines else None
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class McpConnection:
@@ -343,7 +75,7 @@ class McpConnection:
         self._done = asyncio.Event()
         self._closing = False
         self._reason: str | None = None
-        self._stderr: _StderrTail | None = None
+        self._stderr: StderrTail | None = None
         # Our copy of the stderr pipe's write end, closed once the child holds its own.
         self._errlog: IO[str] | None = None
 
@@ -390,36 +122,27 @@ class McpConnection:
         client = self._require()
         tools: list[Tool] = []
         cursor: str | None = None
-        try:
+        with self._failures("the tool list"):
             for _ in range(_MAX_LIST_PAGES):
                 page = await client.list_tools(cursor=cursor)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if cursor is None:
                     break
-        except MCPError as exc:
-            raise self._mcp_error(exc) from None
-        except _TRANSPORT_ERRORS as exc:
-            raise self._lost(exc) from None
-        except ValidationError:
-            raise McpCallError(f"{self.name}: the tool list did not follow the protocol") from None
         return tools
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallOutcome:
         """Run one tool. A tool's own failure comes back as `is_error=True`; a refused request
         raises McpCallError, a lost connection McpUnavailable, a slow answer McpTimeout."""
         client = self._require()
-        try:
-            async with asyncio.timeout(timeout):
-                result = await client.call_tool(tool, arguments)
-        except TimeoutError:
-            raise McpTimeout(f"{self.name}: {tool} did not answer within {timeout:g} s") from None
-        except MCPError as exc:
-            raise self._mcp_error(exc) from None
-        except _TRANSPORT_ERRORS as exc:
-            raise self._lost(exc) from None
-        except ValidationError:
-            raise McpCallError(f"{self.name}: the answer from {tool} did not follow the protocol") from None
+        with self._failures(f"the answer from {tool}"):
+            # TimeoutError is an OSError: it is told apart here, before _failures reads it as a
+            # lost link.
+            try:
+                async with asyncio.timeout(timeout):
+                    result = await client.call_tool(tool, arguments)
+            except TimeoutError:
+                raise McpTimeout(f"{self.name}: {tool} did not answer within {timeout:g} s") from None
         return CallOutcome(self.scrub(result_text(result)), result.is_error, result.structured_content)
 
     async def wait_lost(self) -> str:
@@ -450,6 +173,19 @@ class McpConnection:
         if self._client is None or not self.alive:
             raise McpUnavailable(f"{self.name} is not connected" + (f" ({self._reason})" if self._reason else ""))
         return self._client
+
+    @contextlib.contextmanager
+    def _failures(self, answer: str) -> Iterator[None]:
+        """A request's failures as McpError: refused (McpCallError), link gone (McpUnavailable),
+        or `answer` not following the protocol."""
+        try:
+            yield
+        except MCPError as exc:
+            raise self._mcp_error(exc) from None
+        except _TRANSPORT_ERRORS as exc:
+            raise self._lost(exc) from None
+        except ValidationError:
+            raise McpCallError(f"{self.name}: {answer} did not follow the protocol") from None
 
     def _set_reason(self, reason: str) -> None:
         if self._reason is None and not self._closing:
@@ -491,7 +227,7 @@ class McpConnection:
 
     async def _stderr_pipe(self, stack: AsyncExitStack) -> IO[str]:
         read_fd, write_fd = os.pipe()
-        tail = _StderrTail(self.name, self.scrub)
+        tail = StderrTail(self.name, self.scrub)
         reader = os.fdopen(read_fd, "rb")
         try:
             pipe_transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: tail, reader)
@@ -521,7 +257,7 @@ class McpConnection:
             async with AsyncExitStack() as stack:
                 transport = await self._open_transport(stack)
                 errlog = self._errlog
-                client = Client(_watched(transport, self._on_eof), cache=None)
+                client = Client(watched(transport, self._on_eof), cache=None)
                 try:
                     await stack.enter_async_context(client)
                 finally:

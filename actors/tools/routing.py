@@ -19,6 +19,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
+from actors.common.text import STOP_WORDS as GRAMMAR_WORDS
+from actors.common.text import Tokenizer, stem
 from actors.common.toolspec import ToolSpec
 
 CORE_SERVERS: tuple[str, ...] = ("core", "memory", "web", "tasks", "self")
@@ -39,73 +41,20 @@ RELATIVE_FLOOR = 0.1
 # A misspelt or singular name ("calender", "photo") still reaches its server through more_tools.
 NAME_CLOSENESS = 0.8
 
-_WORD = re.compile(r"[a-z0-9]+")
+_NAME_WORD = re.compile(r"[a-z0-9]+")
 
-# Words that say nothing about which server is wanted: grammar, politeness, and the generic
-# verbs every request and every tool description shares.
-STOP_WORDS: frozenset[str] = frozenset("""
-a about above after again against all also am an and any are aren as at be because been before
-being below between both but by can cannot could couldn did didn do does doesn doing don down
-during each few for from further had hadn has hasn have haven having he her here hers herself him
-himself his how i if in into is isn it its itself just let me more most my myself no nor not now
-of off on once only or other our ours ourselves out over own same she should shouldn so some such
-than that the their theirs them themselves then there these they this those through to too under
-until up very was wasn we were weren what when where which while who whom why will with would
-wouldn you your yours yourself yourselves
-please thanks thank hey okay yes yeah can could would might must shall may also really maybe
-want wants need needs like just get got gets getting make makes let know tell give help
+# Words that say nothing about which server is wanted: memory's grammar words, plus politeness
+# and the generic verbs every request and every tool description shares.
+STOP_WORDS: frozenset[str] = GRAMMAR_WORDS | frozenset("""
+please thanks thank hey okay yes yeah may might must shall maybe let
+want wants need needs like get got gets getting make makes know tell give help
 thing things something anything everything stuff one ones new via etc lot lots bit kind sort
 use used using way going gonna wanna sure think see look quick quickly
 """.split())
 
-
-# Common irregular forms that suffix stripping cannot reach; a request in the past tense
-# ("what did I spend", "who wrote") is as much about its subject as the present one.
-IRREGULAR: dict[str, str] = {
-    "wrote": "write", "written": "write", "bought": "buy", "spent": "spend", "paid": "pay",
-    "sent": "send", "flew": "fly", "flown": "fly", "slept": "sleep", "ran": "run", "ate": "eat",
-    "eaten": "eat", "drove": "drive", "driven": "drive", "took": "take", "taken": "take",
-    "won": "win", "lost": "lose", "sang": "sing", "sung": "sing", "drank": "drink",
-    "drunk": "drink", "rode": "ride", "ridden": "ride", "shot": "shoot", "felt": "feel",
-    "people": "person", "children": "child", "men": "man", "women": "woman", "feet": "foot",
-    "teeth": "tooth", "mice": "mouse", "geese": "goose", "leaves": "leaf", "knives": "knife",
-}
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper: it only has to send a word's common forms to the same stem
-    (write/writing/writer, charts/chart, scheduled/schedule), not produce real words."""
-    w = IRREGULAR.get(word, word)
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
-        w = w[:-1]
-    # Two rounds so that "orders"/"ordered"/"ordering" and "writers" meet their stem.
-    for _ in range(2):
-        for suffix in ("ing", "ed", "er"):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[:-len(suffix)]
-                break
-        else:
-            break
-    if w.endswith("e") and len(w) > 3:
-        w = w[:-1]
-    if w.endswith("y") and len(w) > 3:
-        w = w[:-1] + "i"
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiou":
-        w = w[:-1]
-    return w
-
-
-@lru_cache(maxsize=65536)
-def _tokens(text: str) -> tuple[str, ...]:
-    words = _WORD.findall(text.lower().replace("'", "").replace("_", " "))
-    return tuple(stem(w) for w in words if len(w) >= 3 and w not in STOP_WORDS)
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case words of three or more letters, stop-words dropped, stemmed, in order."""
-    return list(_tokens(text))
+_TOKENIZER = Tokenizer(STOP_WORDS)
+_tokens = _TOKENIZER.tokens
+tokenize = _TOKENIZER.tokenize
 
 
 def _phrases(words: Sequence[str]) -> list[str]:
@@ -263,13 +212,12 @@ def _named(servers: Sequence[ServerEntry], need: str) -> list[str]:
     """Servers the need names: the name as a word in it, or the need being (nearly) just a
     name ("calender", "spreadsheet", "the github tools"). Near-misses only count for a bare
     name, so a sentence's "book" does not summon the books server."""
-    text = need.lower()
-    words = _WORD.findall(text)
+    words = _NAME_WORD.findall(need.lower())
     bare = " ".join(w for w in words if w not in _NAMING_FILLER)
     padded = f" {' '.join(words)} "
     named: list[str] = []
     for server in servers:
-        name = " ".join(_WORD.findall(server.name.lower()))
+        name = " ".join(_NAME_WORD.findall(server.name.lower()))
         if not name:
             continue
         if (f" {name} " in padded or stem(bare) == stem(name)

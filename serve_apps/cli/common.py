@@ -1,4 +1,5 @@
-"""What every `iriis` command shares: loading the settings, or stopping with one clear line."""
+"""What every `iriis` command shares: loading the settings, or stopping with one clear line,
+and where the owner keys are kept."""
 
 from __future__ import annotations
 
@@ -14,3 +15,7 @@ def settings_or_exit() -> Settings:
     except SettingsError as exc:
         print(f"iriis: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+# The store's key-value entry holding the owner keys' digests.
+OWNER_KEYS_KV = "owner_key_hashes"

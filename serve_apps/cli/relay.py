@@ -140,7 +140,7 @@ async def _serve(args: argparse.Namespace, settings: object, relay: RelaySetting
         await asyncio.sleep(0.05)
     service.start_sweeper()
     created = await service.create("127.0.0.1", f"http://{local_host}:{local_port}")
-    print(created["token"], flush=True)
+    print(created.token, flush=True)
     log.info("relay on http://%s:%s, peers via TLS at %s (fingerprint %s)", local_host, local_port,
              ", ".join(blob.addrs), fp)
 

@@ -27,8 +27,8 @@ from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.providers.types import AllProvidersFailed, Delta, ProviderError
-from actors.session.events import TurnEvent
-from actors.session.loop import ConfirmRequest, MAX_CHAT_STEPS, TurnContext, run_turn
+from actors.session.events import ConfirmRequest, TurnError, TurnEvent, TurnRequest
+from actors.session.loop import TurnContext, run_turn
 from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
 from actors.store.models import AuditEntry
@@ -118,18 +118,16 @@ class AgentLoop:
                 yield delta
         return model
 
-    def _context(self, request: dict[str, Any]) -> TurnContext:
-        session = request.get("session")
-        turn_id = request.get("turn_id")
-        session_id = request.get("session_id")
+    def _context(self, request: TurnRequest) -> TurnContext:
+        session, turn_id, session_id = request.session, request.turn_id, request.session_id
 
         async def confirm(req: ConfirmRequest) -> bool:
-            return await session.request_confirmation.remote(turn_id, req.model_dump())
+            return await session.request_confirmation.remote(turn_id, req)
 
         async def audit(entry: AuditEntry) -> None:
             try:
                 await self.store.add_audit(entry)
-            except Exception as exc:  # noqa: BLE001 - the audit write must not break the turn; report it
+            except Exception as exc:
                 log.exception("audit write failed")
                 report("audit", exc, request={"session": session_id, "tool": entry.tool})
 
@@ -137,27 +135,28 @@ class AgentLoop:
             error_log().record.remote(ErrorEntry(source=f"tool:{tool}", error=message[:500],
                                                  request={"session": session_id}))
 
-        attended = bool(request.get("attended", True)) and session is not None
+        attended = request.attended and session is not None
         return TurnContext(confirm=confirm if attended else None, audit=audit, on_failure=on_failure,
                            session_id=session_id)
 
-    async def run(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        messages: list[dict[str, Any]] = request["messages"]
-        max_steps = int(request.get("max_steps", MAX_CHAT_STEPS))
+    async def run(self, request: TurnRequest) -> AsyncIterator[TurnEvent]:
+        """One turn's typed events: sentences, tools, then a `TurnResult` (or a `TurnError`)."""
+        messages = request.messages
         try:
-            scope = request.get("scope") or await turn_scope(self.store, request.get("session_id"))
+            scope = (request.scope.model_dump() if request.scope
+                     else await turn_scope(self.store, request.session_id))
             toolbox = await self._turn_toolbox(messages, scope)
-            async for event in run_turn(self._model(True), messages, toolbox, max_steps,
+            async for event in run_turn(self._model(True), messages, toolbox, request.max_steps,
                                         private_device_audit(self._context(request), toolbox)):
-                yield event.model_dump()
+                yield event
         except AllProvidersFailed as exc:
             yield _error("provider_unavailable",
                          f"{exc} No configured model answered; please try again in a minute.")
         except ProviderError as exc:
             yield _error("provider_error", f"{exc.plain()} The answer was cut short; please ask again.")
-        except Exception as exc:  # noqa: BLE001 - deployment boundary: plain sentence out, trace to the ring
+        except Exception as exc:
             log.exception("agent loop failed")
-            report("agent_loop", exc, request={"session": request.get("session_id")})
+            report("agent_loop", exc, request={"session": request.session_id})
             yield _error("internal_error", "Something went wrong while answering. Please try again.")
 
     async def summarize(self, previous: str, messages: list[dict[str, Any]]) -> str:
@@ -236,5 +235,5 @@ class AgentLoop:
         return await self.router.handle.snapshot.remote()
 
 
-def _error(code: str, message: str) -> dict[str, Any]:
-    return TurnEvent(type="error", data={"code": code, "message": message}).model_dump()
+def _error(code: str, message: str) -> TurnError:
+    return TurnError.of(code, message)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.camera.actor import CameraConfig
 from actors.session.actor import SessionConfig
 from actors.settings import ProviderConfig, Settings
 from actors.tools.config import McpConfig
 from serve_apps.deployments.agent_loop import AgentLoop
-from actors.camera.actor import CameraConfig
-from serve_apps.deployments.gateway import Gateway, GatewayConfig
+from serve_apps.deployments.gateway import Gateway
 from serve_apps.deployments.perception import perception_app
+from serve_apps.http.context import GatewayConfig
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],

@@ -2,7 +2,8 @@
 app, the error shape and its handlers, and how a route finds the gateway replica serving it.
 
 Route modules (one resource each) define an APIRouter and reach the replica's state through
-`gateway_of(request)`, so they never import the gateway module (which includes them).
+the dependencies in `serve_apps.http.deps` (`GatewayDep`, `Owner`, ...), so they never import
+the gateway module (which includes them).
 """
 
 import logging
@@ -13,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
 
 from actors.errors import report
 
@@ -20,9 +22,12 @@ log = logging.getLogger("serve_apps.deployments.gateway")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    """An error answer: `{"error": {"code", "message"}}` with `status` (and any `headers`)."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.headers = headers
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -34,7 +39,7 @@ app = FastAPI(title="Iriis", docs_url="/docs", redoc_url=None)
 
 @app.exception_handler(ApiError)
 async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+    return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status, headers=exc.headers)
 
 
 @app.exception_handler(RequestValidationError)
@@ -64,8 +69,7 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
                         status_code=500)
 
 
-
-
-def gateway_of(request: Request) -> Any:
-    """The Gateway replica serving this request (set in its constructor)."""
+def gateway_of(request: HTTPConnection) -> Any:
+    """The Gateway replica's context (a `GatewayContext`, set in its constructor); routes take
+    `deps.GatewayDep` instead. Kept for the sockets, which reach it from a WebSocket."""
     return request.app.state.gateway

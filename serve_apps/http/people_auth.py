@@ -4,16 +4,15 @@ Owner keys sign in as the owner (person 1), so every existing integration keeps 
 Device tokens (`irad_`) are refused with 403 wherever a signed-in person is needed.
 """
 
-from typing import Any
-
-from fastapi import Request
 from pydantic import BaseModel
+from starlette.requests import HTTPConnection
 
 from actors.devices import people
 from actors.devices import repository as repo
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX, SESSION_TOKEN_PREFIX
-from serve_apps.http.errors import ApiError, gateway_of
-from serve_apps.http.auth import key_matches, presented_key
+from serve_apps.http.auth import presented_key
+from serve_apps.http.context import GatewayContext
+from serve_apps.http.errors import ApiError
 
 DEVICE_FORBIDDEN = "A device token cannot use this route; sign in as the person instead."
 
@@ -24,35 +23,36 @@ class Principal(BaseModel):
     device_id: int | None = None
 
 
-async def signed_in(request: Request) -> tuple[Any, Principal]:
-    """The gateway and the signed-in person; 403 for a device token, 401 for anything else."""
-    gw = gateway_of(request)
+async def signed_in(gw: GatewayContext, request: HTTPConnection) -> Principal:
+    """The signed-in person. Raises ApiError 403 `forbidden` for a device token, 401
+    `unauthorized` for anything else that is not an owner key or a live web session."""
     key = presented_key(request)
     if key and key.startswith(DEVICE_TOKEN_PREFIX):
         raise ApiError(403, "forbidden", DEVICE_FORBIDDEN)
-    if key_matches(key, gw.hashes):
-        return gw, Principal(person_id=people.OWNER_ID, role="owner")
+    if gw.owner_key(key):
+        return Principal(person_id=people.OWNER_ID, role="owner")
     if key and key.startswith(SESSION_TOKEN_PREFIX):
         person = await people.session_person(gw.store, key)
         if person is not None:
-            return gw, Principal(person_id=person.id, role=person.role)
+            return Principal(person_id=person.id, role=person.role)
     raise ApiError(401, "unauthorized", "Sign in first (Authorization: Bearer <key or session token>).")
 
 
-async def person_or_device(request: Request) -> tuple[Any, Principal]:
-    """For the routes a device may also use (ask, confirmations): either kind of caller."""
-    gw = gateway_of(request)
+async def person_or_device(gw: GatewayContext, request: HTTPConnection) -> Principal:
+    """For the routes a device may also use (ask, confirmations): either kind of caller.
+    Raises ApiError 401 for a revoked or unknown device token, else as `signed_in`."""
     key = presented_key(request)
     if key and key.startswith(DEVICE_TOKEN_PREFIX):
         device = await repo.device_by_token(gw.store, key)
         if device is None:
             raise ApiError(401, "unauthorized", "That device token is not valid (revoked or unknown).")
         person = await people.get_person(gw.store, device.person_id)
-        return gw, Principal(person_id=device.person_id, role=person.role if person else "member",
-                             device_id=device.id)
-    return await signed_in(request)
+        return Principal(person_id=device.person_id, role=person.role if person else "member",
+                         device_id=device.id)
+    return await signed_in(gw, request)
 
 
 def require_manager(principal: Principal) -> None:
+    """Raises ApiError 403 `forbidden` unless an owner or an admin."""
     if principal.role not in ("owner", "admin"):
         raise ApiError(403, "forbidden", "Only an owner or an admin can do that.")

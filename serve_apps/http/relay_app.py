@@ -1,14 +1,20 @@
 """The relay's HTTP surface: the eight endpoints of the iris contract, over RelayService.
 
 `build_relay_app(service, peer=False)` is the host's localhost listener (it alone creates
-sessions); `peer=True` is what the TLS listener serves to other machines.
+sessions); `peer=True` is what the TLS listener serves to other machines. The service answers
+with typed models (`actors.relay.messages`), dumped here to the contract's JSON. Nothing here
+blocks the event loop: an upload's bytes are written to disk in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import tempfile
+from typing import BinaryIO
+
+from pydantic import BaseModel
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -18,16 +24,22 @@ from starlette.routing import Route
 
 from actors.errors import report
 from actors.relay.envelope import validate_post
-from actors.relay.errors import RelayError
+from actors.relay.errors import RelayError, error_body
+from actors.relay.messages import Envelope, FileFound
 from actors.relay.service import Clock, RelayService
 
 log = logging.getLogger(__name__)
+# Upload bytes gathered before each write, so a worker thread is used per megabyte, not per chunk.
+WRITE_BYTES = 1 << 20
 
 
 def error_response(exc: RelayError) -> JSONResponse:
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
-    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=exc.status,
-                        headers=headers)
+    return JSONResponse(error_body(exc.info()), status_code=exc.status, headers=headers)
+
+
+def model_response(model: BaseModel, status_code: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(), status_code=status_code)
 
 
 def _key(request: Request) -> str | None:
@@ -64,22 +76,46 @@ async def _read_capped(request: Request, cap: int) -> bytes:
     return b"".join(chunks)
 
 
+def _open_spool(folder: str) -> tuple[str, BinaryIO]:
+    fd, path = tempfile.mkstemp(dir=folder, prefix="up-")
+    return path, os.fdopen(fd, "wb")
+
+
+def _write(out: BinaryIO, parts: list[bytes]) -> None:
+    out.write(b"".join(parts))
+
+
+def _abandon(out: BinaryIO, path: str) -> None:
+    out.close()
+    if os.path.exists(path):
+        os.unlink(path)
+
+
 async def _spool(request: Request, cap: int, folder: str) -> tuple[str, int]:
-    """Stream an upload to a temporary file under the data folder, refusing it past `cap`."""
+    """Stream an upload to a temporary file under the data folder, refusing it past `cap`.
+    The file is opened, written and closed in worker threads."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > cap:
         raise RelayError("payload_too_large", f"files are at most {cap} bytes")
-    fd, path = tempfile.mkstemp(dir=folder, prefix="up-")
+    path, out = await asyncio.to_thread(_open_spool, folder)
     size = 0
+    pending: list[bytes] = []
+    pending_bytes = 0
     try:
-        with os.fdopen(fd, "wb") as out:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > cap:
-                    raise RelayError("payload_too_large", f"files are at most {cap} bytes")
-                out.write(chunk)
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                raise RelayError("payload_too_large", f"files are at most {cap} bytes")
+            pending.append(chunk)
+            pending_bytes += len(chunk)
+            if pending_bytes >= WRITE_BYTES:
+                await asyncio.to_thread(_write, out, pending)
+                pending, pending_bytes = [], 0
+        if pending:
+            await asyncio.to_thread(_write, out, pending)
+        await asyncio.to_thread(out.close)
     except BaseException:
-        os.unlink(path)
+        await asyncio.shield(asyncio.to_thread(_abandon, out, path))
         raise
     return path, size
 
@@ -94,19 +130,20 @@ def build_relay_app(service: RelayService, peer: bool = False, admin: bool = Fal
 
     async def create_session(request: Request) -> Response:
         client = request.client.host if request.client else "unknown"
-        return JSONResponse(await service.create(client, str(request.base_url)), status_code=201)
+        created = await service.create(client, str(request.base_url))
+        return JSONResponse(created.public(), status_code=201)
 
     async def post_message(request: Request) -> Response:
         uid = await authorized(request)
         message, metadata = validate_post(await _read_capped(request, limits.max_body_bytes))
-        envelope = await service.call(uid, "post", message, metadata, service.now())
-        return JSONResponse(envelope, status_code=201)
+        envelope: Envelope = await service.call(uid, "post", message, metadata, service.now())
+        return model_response(envelope, 201)
 
     async def read_messages(request: Request) -> Response:
         uid = await authorized(request)
         since = _int_param(request, "since", 0, 0)
         limit = min(_int_param(request, "limit", 200, 1), 1000)
-        return JSONResponse(await service.call(uid, "read", since, limit, service.now()))
+        return model_response(await service.call(uid, "read", since, limit, service.now()))
 
     async def wait(request: Request) -> Response:
         uid = await authorized(request)
@@ -124,31 +161,31 @@ def build_relay_app(service: RelayService, peer: bool = False, admin: bool = Fal
         if flt not in (None, "", "urgent"):
             raise RelayError("invalid_request", "filter may only be urgent")
         result = await service.call(uid, "wait", since, timeout, flt == "urgent", service.now())
-        return Response(status_code=204) if result is None else JSONResponse(result)
+        return Response(status_code=204) if result is None else model_response(result)
 
     async def put_file(request: Request) -> Response:
         uid = await authorized(request)
         name = request.path_params["name"]
         tmp, size = await _spool(request, limits.max_file_bytes, os.path.join(service.config.data_dir, "tmp"))
         content_type = request.headers.get("content-type") or "application/octet-stream"
-        envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now())
-        return JSONResponse(envelope, status_code=201)
+        envelope: Envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now())
+        return model_response(envelope, 201)
 
     async def list_files(request: Request) -> Response:
         uid = await authorized(request)
-        return JSONResponse(await service.call(uid, "files", service.now()))
+        return model_response(await service.call(uid, "files", service.now()))
 
     async def get_file(request: Request) -> Response:
         uid = await authorized(request)
-        found = await service.call(uid, "file", request.path_params["name"], service.now())
-        if not os.path.exists(found["path"]):
+        found: FileFound = await service.call(uid, "file", request.path_params["name"], service.now())
+        if not await asyncio.to_thread(os.path.exists, found.path):
             raise RelayError("not_found", "the file is gone")
         # The stored type exactly as uploaded (no charset added), as the contract promises.
-        return FileResponse(found["path"], headers={"content-type": found["file"]["content_type"]})
+        return FileResponse(found.path, headers={"content-type": found.file.content_type})
 
     async def terminate(request: Request) -> Response:
         uid = await authorized(request)
-        return JSONResponse(await service.call(uid, "terminate", service.now()))
+        return model_response(await service.call(uid, "terminate", service.now()))
 
     async def admin_clock(request: Request) -> Response:
         body = await request.json()

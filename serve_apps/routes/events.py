@@ -1,4 +1,7 @@
-"""Device events for their person: the list (seven days, 200 at most) and the live stream."""
+"""Device events for their person: the list (seven days, 200 at most) and the live stream.
+
+No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
+"""
 
 import json
 from typing import Any
@@ -8,7 +11,8 @@ from fastapi.responses import StreamingResponse
 
 from actors.devices import repository as repo
 from actors.devices.bus import event_bus
-from serve_apps.http.people_auth import signed_in
+from serve_apps.http.deps import Person, StoreDep
+from serve_apps.http.models import DeviceEventList, page
 
 router = APIRouter()
 KEEPALIVE_SECONDS = 15.0
@@ -19,23 +23,21 @@ def _public(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("/v1/me/events")
-async def list_events(request: Request, after: int = 0, limit: int = 200) -> dict[str, Any]:
-    gw, who = await signed_in(request)
-    data = [_public(e) for e in await repo.list_events(gw.store, who.person_id, after, max(1, min(limit, 200)))]
-    return {"data": data, "count": len(data)}
+async def list_events(who: Person, store: StoreDep, after: int = 0, limit: int = 200) -> DeviceEventList:
+    return page(DeviceEventList, (_public(e) for e in await repo.list_events(store, who.person_id, after,
+                                                                              max(1, min(limit, 200)))))
 
 
 @router.get("/v1/me/events/stream")
-async def stream_events(request: Request) -> StreamingResponse:
+async def stream_events(request: Request, who: Person, store: StoreDep) -> StreamingResponse:
     """Server-sent `device_event` events for the signed-in person only. Last-Event-ID (or
     ?after=) replays what was kept since; otherwise it starts from now."""
-    gw, who = await signed_in(request)
     resume = request.headers.get("last-event-id") or request.query_params.get("after")
     if resume and resume.isdigit():
         after = int(resume)
-        backlog = await repo.list_events(gw.store, who.person_id, after)
+        backlog = await repo.list_events(store, who.person_id, after)
     else:
-        latest = await repo.list_events(gw.store, who.person_id, 0, 1)
+        latest = await repo.list_events(store, who.person_id, 0, 1)
         after, backlog = (latest[-1]["id"] if latest else 0), []
     bus = event_bus()
 

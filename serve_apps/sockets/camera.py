@@ -1,8 +1,8 @@
-"""The camera assistant's surface: the ack-gated camera WebSocket and the owner's procedures.
-
-The socket ends at this gateway replica, which keeps no state of its own beyond the socket: the
-stream's state lives in its CameraActor, frames go to the Perception deployment by object ref,
-and the actor's events are drained back onto the socket.
+"""The camera socket: transport only. The stream's logic (the frame-ack gate, the OCR lane,
+message dispatch, spoken questions) is actors/camera/stream.py; its state lives in its
+CameraActor, frames go to the Perception deployment by object ref, and the actor's typed events
+are drained back onto the socket as JSON. The procedures' HTTP routes are
+serve_apps/routes/camera.py, included in this module's `router`.
 
 Close codes: 4401 bad or missing key; 4400 a message that breaks the protocol; 4409 a frame
 sent while another is still waiting for its frame_ack; 4404 watching a stream that is not
@@ -11,30 +11,30 @@ frame limit.
 """
 
 import asyncio
-import base64
-import binascii
 import logging
-import os
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import ray
-from fastapi import APIRouter, Request, WebSocket
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from fastapi import APIRouter, WebSocket
+from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from actors.camera import procedures
 from actors.camera.actor import camera_actor, find_camera
+from actors.camera.events import CameraEvent, Hello, State
+from actors.camera.messages import Signal
+from actors.camera.stream import StreamCore
+from actors.common.errors import ErrorInfo
 from actors.errors import report
-from actors.providers.types import ProviderError
-from actors.tools.inspect import configured_provider, transcribe
 from actors.store.models import new_id
-from serve_apps.http.errors import ApiError, gateway_of
 from serve_apps.http.auth import key_matches, presented_key
-from vision.frames import looks_like_jpeg
-from vision.procedure import ProcedureCreate
+from serve_apps.http.errors import gateway_of
+from serve_apps.routes.camera import router as http_router
 
 log = logging.getLogger(__name__)
 router = APIRouter()
+# The procedures' routes join this router as routes of its own (not a nested router), so the
+# gateway, which includes only this module's `router`, serves them exactly as before.
+router.routes.extend(http_router.routes)
 
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_PROTOCOL = 4400
@@ -43,229 +43,74 @@ CLOSE_NO_STREAM = 4404
 CLOSE_IDLE = 4408
 CLOSE_TOO_BIG = 1009
 HARD_LIMIT_FACTOR = 4
-MAX_AUDIO_B64 = 4_000_000  # about 3 MB of audio: a spoken question, not a recording
 
 
-class Ask(BaseModel):
-    type: Literal["ask"]
-    text: str = Field(min_length=1, max_length=2000)
+class Sender:
+    """Typed events onto one socket, one at a time, while it is open."""
 
-
-class Goal(BaseModel):
-    type: Literal["goal"]
-    text: str = Field(max_length=300)
-
-
-class UseProcedure(BaseModel):
-    type: Literal["procedure"]
-    id: int | None = None
-
-
-class Coach(BaseModel):
-    type: Literal["coach"]
-    on: bool
-    interval: float | None = Field(default=None, ge=2, le=600)
-
-
-class Review(BaseModel):
-    type: Literal["review"]
-    seconds: float = Field(default=90, gt=0, le=90)
-    question: str = Field(default="", max_length=500)
-    file_id: int | None = None
-
-
-class Confirm(BaseModel):
-    type: Literal["confirm"]
-    id: str = Field(min_length=1, max_length=200)
-    approve: bool
-    pin: str | None = Field(default=None, max_length=32)
-
-
-class Signal(BaseModel):
-    model_config = {"extra": "allow"}
-    type: Literal["webrtc"]
-    to: str | None = Field(default=None, max_length=64)
-
-
-class Ping(BaseModel):
-    type: Literal["ping"]
-
-
-class Audio(BaseModel):
-    """A spoken question: base64 audio (webm, ogg, wav, mp3, m4a...), transcribed server-side."""
-    type: Literal["audio"]
-    data: str = Field(min_length=1, max_length=MAX_AUDIO_B64)
-    mime: str = Field(default="audio/webm", max_length=60)
-
-
-ClientMessage = TypeAdapter(Annotated[Ask | Goal | UseProcedure | Coach | Review | Confirm | Signal | Ping | Audio,
-                                      Field(discriminator="type")])
-
-
-class BadFrame:
-    def __init__(self, code: str, message: str) -> None:
-        self.code, self.message = code, message
-
-
-def check_frame(data: bytes, limit: int) -> BadFrame | None:
-    if len(data) > limit:
-        return BadFrame("frame_too_large", f"The frame is {len(data)} bytes; the limit is {limit}. "
-                                           "Send a smaller JPEG (640x480 at quality 80 is plenty).")
-    if not looks_like_jpeg(data):
-        return BadFrame("not_jpeg", "Frames must be JPEG images.")
-    return None
-
-
-def perception_event(frame: int, perception: dict[str, Any]) -> dict[str, Any]:
-    ocr = "\n".join(line["text"] for line in perception.get("ocr_lines", [])) if perception.get("ocr_ran") else None
-    return {"type": "perception", "frame": frame, "detections": perception.get("detections", []), "ocr": ocr,
-            "dial": perception.get("dial"), "timings_ms": perception.get("timings_ms", {})}
-
-
-class Stream:
-    """One owner's camera socket at this replica."""
-
-    def __init__(self, ws: WebSocket, gw: Any) -> None:
-        self.ws, self.gw = ws, gw
-        self.limit: int = gw.config.camera.max_frame_bytes
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
         self.lock = asyncio.Lock()
-        self.pending: bytes | BadFrame | None = None
-        self.worker: asyncio.Task[None] | None = None
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.frames = 0
-        self.frame_config: dict[str, Any] = {}
-        self.camera: Any = None
-        self.reading: asyncio.Task[None] | None = None
-        self.last_read = -10**9
 
-    async def send(self, event: dict[str, Any]) -> None:
+    async def __call__(self, event: CameraEvent) -> None:
         async with self.lock:
             if self.ws.application_state == WebSocketState.CONNECTED:
-                await self.ws.send_json(event)
+                await self.ws.send_json(event.wire())
 
-    def spawn(self, work: Any) -> None:
-        """Run a coroutine or await an object ref beside the read loop."""
-        async def run() -> None:
-            await work
 
-        task = asyncio.get_running_loop().create_task(run())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+class RemoteCamera:
+    """The CameraPort over the stream's CameraActor handle."""
 
-    async def forward(self, listener: str) -> None:
-        async for ref in self.camera.events.options(num_returns="streaming").remote(listener):
-            await self.send(await ref)
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
 
-    async def process(self, item: bytes | BadFrame) -> None:
-        """Frames one at a time; the ack goes out as work starts, so the next frame uploads
-        while this one is perceived, and at most one waits."""
-        current: bytes | BadFrame | None = item
-        try:
-            while current is not None:
-                self.frames += 1
-                index = self.frames
-                await self.send({"type": "frame_ack", "frame": index})
-                if isinstance(current, BadFrame):
-                    await self.send({"type": "error", "code": current.code, "message": current.message, "frame": index})
-                else:
-                    await self.perceive(index, current)
-                current, self.pending = self.pending, None
-        finally:
-            self.worker = None
+    async def start(self) -> dict[str, Any]:
+        return await self.handle.start.remote()
 
-    async def perceive(self, index: int, data: bytes) -> None:
-        ref = ray.put(data)
-        if (self.reading is None or self.reading.done()) and index - self.last_read >= self.frame_config.get("ocr_every", 3):
-            # OCR takes several frames' time on a CPU: it runs beside the frame loop, one at a
-            # time, on the newest frame when it is free.
-            self.last_read = index
-            self.reading = asyncio.get_running_loop().create_task(self.read_text(index, ref))
-        result = await self.gw.perception.perceive.remote(
-            [ref], index, ocr=False, instrument=self.frame_config.get("instrument"))
-        if "error" in result:
-            await self.send({"type": "error", "code": result["error"], "message": result["message"], "frame": index})
-            return
-        await self.send(perception_event(index, result))
-        self.frame_config = await self.camera.observe.remote(result, [ref])
+    async def ask(self, question: str) -> Any:
+        return await self.handle.ask.remote(question)
 
-    async def read_text(self, index: int, ref: Any) -> None:
-        result = await self.gw.perception.perceive.remote([ref], index, detect=False, dial=False)
-        if "error" in result:
-            return  # the frame loop reports a bad frame
-        event = perception_event(index, result)
-        await self.send({"type": "perception", "frame": index, "ocr": event["ocr"],
-                         "timings_ms": event["timings_ms"]})
-        await self.camera.observe_text.remote(event["ocr"] or "")
+    async def set_goal(self, goal: str) -> None:
+        await self.handle.set_goal.remote(goal)
 
-    async def on_frame(self, data: bytes) -> bool:
-        """False when the client broke the ack protocol."""
-        item: bytes | BadFrame = check_frame(data, self.limit) or data
-        if self.worker is None:
-            self.worker = asyncio.get_running_loop().create_task(self.process(item))
-        elif self.pending is None:
-            self.pending = item
-        else:
-            return False
-        return True
+    async def set_procedure(self, procedure_id: int | None) -> State | ErrorInfo:
+        return await self.handle.set_procedure.remote(procedure_id)
 
-    async def on_text(self, text: str) -> bool:
-        """Dispatch one JSON message; False when it breaks the protocol."""
-        try:
-            message = ClientMessage.validate_json(text)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            await self.send({"type": "error", "code": "bad_message",
-                             "message": f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"})
-            return False
-        camera = self.camera
-        if isinstance(message, Ask):
-            self.spawn(camera.ask.remote(message.text))
-        elif isinstance(message, Goal):
-            await camera.set_goal.remote(message.text)
-        elif isinstance(message, UseProcedure):
-            result = await camera.set_procedure.remote(message.id)
-            if "error" in result:
-                await self.send({"type": "error", "code": result["error"], "message": result["message"]})
-            self.frame_config = await camera.start.remote()
-        elif isinstance(message, Coach):
-            await camera.set_coach.remote(message.on, message.interval)
-        elif isinstance(message, Review):
-            job = await camera.review.remote(message.seconds, message.question, message.file_id)
-            await self.send({"type": "job", "job": job, "stage": "queued", "progress": 0.0})
-        elif isinstance(message, Confirm):
-            result = await camera.confirm.remote(message.id, message.approve, message.pin)
-            await self.send({"type": "confirmation", **result})
-        elif isinstance(message, Signal):
-            if not await camera.signal.remote("owner", message.model_dump()):
-                await self.send({"type": "error", "code": "no_viewer", "message": f"No viewer {message.to!r}."})
-        elif isinstance(message, Ping):
-            await self.send({"type": "pong"})
-        elif isinstance(message, Audio):
-            self.spawn(self.hear(message))
-        return True
+    async def set_coach(self, on: bool, interval: float | None) -> None:
+        await self.handle.set_coach.remote(on, interval)
 
-    async def hear(self, message: Audio) -> None:
-        """Transcribe a spoken question with the speech provider, then ask it."""
-        provider = configured_provider("speech", os.environ)
-        if provider is None:
-            await self.send({"type": "error", "code": "speech_not_configured",
-                             "message": 'Speech to text is not configured (a provider with kind "speech" in '
-                                        "IRIIS_PROVIDERS); type the question instead."})
-            return
-        try:
-            audio = base64.b64decode(message.data, validate=True)
-        except binascii.Error:
-            await self.send({"type": "error", "code": "bad_audio", "message": "The audio is not valid base64."})
-            return
-        extension = message.mime.split("/")[-1].split(";")[0] or "webm"
-        try:
-            text = await transcribe(provider, audio, f"question.{extension}", message.mime, 30.0)
-        except ProviderError as exc:
-            await self.send({"type": "error", "code": "speech_failed", "message": f"{exc.plain()} Type the question instead."})
-            return
-        await self.send({"type": "transcript", "text": text})
-        if text.strip():
-            await self.camera.ask.remote(text[:2000])
+    async def review(self, seconds: float, question: str, file_id: int | None) -> int:
+        return await self.handle.review.remote(seconds, question, file_id)
+
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+        return await self.handle.confirm.remote(confirmation_id, approve, pin)
+
+    async def signal(self, sender: str, message: dict[str, Any]) -> bool:
+        return await self.handle.signal.remote(sender, message)
+
+    async def observe(self, perception: dict[str, Any], frame: Any) -> dict[str, Any]:
+        return await self.handle.observe.remote(perception, [frame])  # in a list: passed as a ref
+
+    async def observe_text(self, text: str) -> None:
+        await self.handle.observe_text.remote(text)
+
+
+class RemotePerception:
+    """The PerceptionPort over the Perception deployment: frames go by object ref."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def put(self, data: bytes) -> Any:
+        return ray.put(data)
+
+    async def perceive(self, frame: Any, index: int, **options: Any) -> dict[str, Any]:
+        return await self.handle.perceive.remote([frame], index, **options)
+
+
+async def _forward(handle: Any, listener: str, send: Sender) -> None:
+    async for ref in handle.events.options(num_returns="streaming").remote(listener):
+        await send(await ref)
 
 
 async def _receive(ws: WebSocket, idle: float) -> dict[str, Any] | None:
@@ -286,21 +131,25 @@ async def camera_socket(ws: WebSocket) -> None:
     if watch:
         await _viewer(ws, gw, watch)
         return
-    stream = Stream(ws, gw)
+    send = Sender(ws)
     stream_id = new_id()
     session_id = new_id()
+    handle: Any = None
+    core: StreamCore | None = None
     try:
-        session = await gw._session(session_id, create=True)
-        stream.camera = camera_actor(stream_id, gw.config.camera.model_copy(), session)
-        stream.frame_config = await stream.camera.start.remote()
-        stream.spawn(stream.forward("owner"))
-        await stream.send({"type": "hello", "stream_id": stream_id, "session_id": session_id,
-                           "max_frame_bytes": stream.limit, "ocr_every": stream.frame_config["ocr_every"],
-                           "vision_model": bool(gw.config.camera.vision)})
+        session = await gw.session(session_id, create=True)
+        handle = camera_actor(stream_id, gw.config.camera.model_copy(), session)
+        camera = RemoteCamera(handle)
+        limit = gw.config.camera.max_frame_bytes
+        core = StreamCore(camera, RemotePerception(gw.perception), send, limit=limit,
+                          frame_config=await camera.start())
+        core.spawn(_forward(handle, "owner", send))
+        await send(Hello(stream_id=stream_id, session_id=session_id, max_frame_bytes=limit,
+                         ocr_every=core.frame_config["ocr_every"], vision_model=bool(gw.config.camera.vision)))
         procedure = ws.query_params.get("procedure")
         if procedure and procedure.isdigit():
-            await stream.on_text(f'{{"type": "procedure", "id": {int(procedure)}}}')
-        await _serve(ws, stream, gw.config.camera.idle_seconds)
+            await core.on_text(f'{{"type": "procedure", "id": {int(procedure)}}}')
+        await _serve(ws, core, limit, gw.config.camera.idle_seconds)
     except WebSocketDisconnect:
         pass
     except Exception as exc:  # noqa: BLE001 - socket boundary: log, then close cleanly
@@ -309,18 +158,18 @@ async def camera_socket(ws: WebSocket) -> None:
         if ws.application_state == WebSocketState.CONNECTED:
             await ws.close(1011, "server error; it was logged")
     finally:
-        for task in list(stream.tasks) + [t for t in (stream.worker, stream.reading) if t]:
-            task.cancel()
-        if stream.camera is not None:
+        if core is not None:
+            core.close()
+        if handle is not None:
             try:
-                await stream.camera.close.remote()
+                await handle.close.remote()
             except Exception:  # noqa: BLE001 - it may already be gone
                 pass
-            ray.kill(stream.camera, no_restart=True)
+            ray.kill(handle, no_restart=True)
 
 
-async def _serve(ws: WebSocket, stream: Stream, idle: float) -> None:
-    hard_limit = stream.limit * HARD_LIMIT_FACTOR
+async def _serve(ws: WebSocket, core: StreamCore, limit: int, idle: float) -> None:
+    hard_limit = limit * HARD_LIMIT_FACTOR
     while True:
         message = await _receive(ws, idle)
         if message is None:
@@ -333,7 +182,7 @@ async def _serve(ws: WebSocket, stream: Stream, idle: float) -> None:
             if len(data) > hard_limit:
                 await ws.close(CLOSE_TOO_BIG, f"message over {hard_limit} bytes")
                 return
-            if not await stream.on_frame(data):
+            if not core.on_frame(data):
                 await ws.close(CLOSE_NO_ACK, "send the next frame only after its frame_ack")
                 return
         elif text is not None:
@@ -342,22 +191,21 @@ async def _serve(ws: WebSocket, stream: Stream, idle: float) -> None:
             if len(text) > hard_limit:
                 await ws.close(CLOSE_TOO_BIG, f"message over {hard_limit} bytes")
                 return
-            if not await stream.on_text(text):
+            if not await core.on_text(text):
                 await ws.close(CLOSE_PROTOCOL, "that message breaks the camera protocol")
                 return
 
 
 async def _viewer(ws: WebSocket, gw: Any, stream_id: str) -> None:
     """A watch-only viewer: WebRTC signalling relayed through the stream's actor."""
-    camera = await find_camera(stream_id)
-    if camera is None:
+    handle = await find_camera(stream_id)
+    if handle is None:
         await ws.close(CLOSE_NO_STREAM, "no open camera stream with that id")
         return
-    viewer = await camera.add_viewer.remote()
-    stream = Stream(ws, gw)
-    stream.camera = camera
-    stream.spawn(stream.forward(viewer))
-    await stream.send({"type": "hello", "stream_id": stream_id, "viewer": viewer})
+    viewer = await handle.add_viewer.remote()
+    send = Sender(ws)
+    forwarding = asyncio.get_running_loop().create_task(_forward(handle, viewer, send))
+    await send(Hello(stream_id=stream_id, viewer=viewer))
     try:
         while True:
             message = await _receive(ws, gw.config.camera.idle_seconds)
@@ -368,49 +216,10 @@ async def _viewer(ws: WebSocket, gw: Any, stream_id: str) -> None:
             except ValidationError:
                 await ws.close(CLOSE_PROTOCOL, "viewers send only webrtc signalling messages")
                 return
-            await camera.signal.remote(viewer, signal.model_dump())
+            await handle.signal.remote(viewer, signal.model_dump())
     finally:
-        for task in list(stream.tasks):
-            task.cancel()
+        forwarding.cancel()
         try:
-            await camera.remove_viewer.remote(viewer)
+            await handle.remove_viewer.remote(viewer)
         except Exception:  # noqa: BLE001 - the stream may have ended first
             pass
-
-
-# -- procedures -------------------------------------------------------------------------------
-
-@router.post("/v1/procedures", status_code=201)
-async def procedure_create(body: ProcedureCreate, request: Request) -> dict[str, Any]:
-    """Define a procedure (steps with acceptance criteria, instruments with span and unit)."""
-    gw = gateway_of(request)
-    gw.owner(request)
-    procedure_id = await procedures.create(gw.store, body)
-    return {"id": procedure_id, **body.model_dump(mode="json")}
-
-
-@router.get("/v1/procedures")
-async def procedure_list(request: Request) -> dict[str, Any]:
-    gw = gateway_of(request)
-    gw.owner(request)
-    data = await procedures.list_all(gw.store)
-    return {"data": data, "count": len(data)}
-
-
-@router.get("/v1/procedures/{procedure_id}")
-async def procedure_get(procedure_id: int, request: Request) -> dict[str, Any]:
-    gw = gateway_of(request)
-    gw.owner(request)
-    found = await procedures.get(gw.store, procedure_id)
-    if found is None:
-        raise ApiError(404, "not_found", "No procedure with that id.")
-    return {"id": procedure_id, **found.model_dump(mode="json")}
-
-
-@router.delete("/v1/procedures/{procedure_id}")
-async def procedure_delete(procedure_id: int, request: Request) -> dict[str, Any]:
-    gw = gateway_of(request)
-    gw.owner(request)
-    if not await procedures.delete(gw.store, procedure_id):
-        raise ApiError(404, "not_found", "No procedure with that id.")
-    return {"id": procedure_id, "deleted": True}

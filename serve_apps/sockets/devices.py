@@ -1,7 +1,11 @@
 """GET /v1/devices/ws: the device WebSocket. The socket ends here, on a gateway replica; the
 device's state lives in its DeviceActor. This handler enforces what belongs to the socket:
 the hello deadline, frame size (1009), silence (4408), pings, and the closes the actor asks
-for (4000 replaced, 4403 revoked, 1001 server stopping)."""
+for (4000 replaced, 4403 revoked, 1001 server stopping).
+
+Frames are typed (`actors.devices.frames`): what arrives is parsed into the device union and
+dispatched on its class; what leaves is a server frame model, encoded to the same JSON the
+contract has always shown."""
 
 import asyncio
 import logging
@@ -14,9 +18,11 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from actors.devices import repository as repo
 from actors.devices.actor import device_actor
+from actors.common.errors import ErrorInfo
+from actors.devices.frames import (BadFrame, BadHello, ByeFrame, Close, EventFrame, Hello, PingFrame, PongFrame,
+                                   ResultFrame, UnknownFrame, Welcome, encode)
 from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKED, CLOSE_SILENT, CLOSE_TOO_BIG,
-                                     CLOSE_UNAUTHORIZED, ProtocolError, error_frame, frame_size, parse_frame,
-                                     validate_hello)
+                                     CLOSE_UNAUTHORIZED, ProtocolError, error_frame, frame_size, parse_frame)
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from serve_apps.http.auth import presented_key
@@ -25,6 +31,13 @@ from serve_apps.routes.device_calls import device_limits
 log = logging.getLogger(__name__)
 router = APIRouter()
 TAKE_SECONDS = 20.0
+
+
+class _Invalid:
+    """A frame that broke the protocol; the device is told why (and a bad hello closes 4400)."""
+
+    def __init__(self, error: ProtocolError) -> None:
+        self.error = error
 
 
 class _Closed(Exception):
@@ -41,10 +54,15 @@ class _Socket:
         self.lock = asyncio.Lock()
         self.closed = False
 
-    async def send(self, frame: dict[str, Any]) -> None:
+    async def send(self, frame: Any) -> None:
+        """Send one server frame (a model from actors.devices.frames)."""
         async with self.lock:
             if not self.closed:
-                await self.ws.send_json(frame)
+                await self.ws.send_json(encode(frame))
+
+    async def send_error(self, error: ErrorInfo | ProtocolError | str) -> None:
+        message = error.message if isinstance(error, ErrorInfo) else str(error)
+        await self.send(error_frame(message))
 
     async def close(self, code: int, reason: str = "") -> None:
         async with self.lock:
@@ -58,8 +76,9 @@ class _Socket:
                     pass
 
 
-async def _receive(ws: WebSocket, limits: DeviceLimits, seconds: float, on_timeout: _Closed) -> dict[str, Any]:
-    """The next frame, parsed; _Closed for silence, a frame too big, or the device leaving."""
+async def _receive(ws: WebSocket, limits: DeviceLimits, kind: str, seconds: float, on_timeout: _Closed) -> Any:
+    """The next frame as its model (or _Invalid); _Closed for silence, a frame too big, or the
+    device leaving."""
     try:
         message = await asyncio.wait_for(ws.receive(), seconds)
     except asyncio.TimeoutError:
@@ -72,9 +91,9 @@ async def _receive(ws: WebSocket, limits: DeviceLimits, seconds: float, on_timeo
     if raw is not None and frame_size(raw) > limits.max_frame_bytes:
         raise _Closed(CLOSE_TOO_BIG, f"frames are at most {limits.max_frame_bytes} bytes")
     try:
-        return parse_frame(raw, limits)
+        return parse_frame(raw, limits, kind)
     except ProtocolError as exc:
-        return {"type": "_invalid", "error": str(exc)}
+        return _Invalid(exc)
 
 
 @router.websocket("/v1/devices/ws")
@@ -91,35 +110,31 @@ async def device_ws(websocket: WebSocket) -> None:
         await sock.close(CLOSE_UNAUTHORIZED, "unauthorized")
         return
     try:
-        first = await _receive(websocket, limits, limits.hello_seconds,
+        first = await _receive(websocket, limits, device.kind, limits.hello_seconds,
                                _Closed(CLOSE_BAD_HELLO, f"no hello within {limits.hello_seconds:g} s"))
-        if first.get("type") == "bye":
-            await repo.revoke(gw.store, device.id, f"device:{device.id}")
-            await sock.close(CLOSE_NORMAL, "goodbye: this device's token is revoked")
-            return
-        hello = validate_hello(first, device.kind, limits) if first.get("type") != "_invalid" \
-            else _raise(ProtocolError(first["error"]))
-    except ProtocolError as exc:
-        await sock.send(error_frame(str(exc)))
-        await sock.close(CLOSE_BAD_HELLO, "bad hello")
-        return
     except _Closed as closed:
         if closed.code == CLOSE_BAD_HELLO:
-            await sock.send(error_frame(closed.reason))
+            await sock.send_error(closed.reason)
         await sock.close(closed.code, closed.reason)
         return
-    await _serve(gw, sock, device, token, hello, limits)
+    if isinstance(first, ByeFrame):
+        await repo.revoke(gw.store, device.id, f"device:{device.id}")
+        await sock.close(CLOSE_NORMAL, "goodbye: this device's token is revoked")
+        return
+    if not isinstance(first, Hello):
+        # Broken JSON, a broken hello, or another frame first: all are a bad hello.
+        broken = first.error if isinstance(first, _Invalid) and not isinstance(first.error, BadFrame) else None
+        await sock.send_error(broken or "the first frame must be a hello (or a bye)")
+        await sock.close(CLOSE_BAD_HELLO, "bad hello")
+        return
+    await _serve(gw, sock, device, token, first, limits)
 
 
-def _raise(exc: Exception) -> Any:
-    raise exc
-
-
-async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Any, limits: DeviceLimits) -> tuple[Any, dict[str, Any]]:
+async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Hello, limits: DeviceLimits) -> tuple[Any, Welcome]:
     for attempt in range(3):
         actor = device_actor(device.id, gw.config.database_url, limits)
         try:
-            return actor, await actor.connect.remote(conn_id, hello.model_dump(), device.model_dump())
+            return actor, await actor.connect.remote(conn_id, hello, device.model_dump())
         except RayActorError:
             # It was exiting after the previous connection; a fresh one starts on the next try.
             if attempt == 2:
@@ -128,7 +143,7 @@ async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Any, limit
     raise AssertionError("unreachable")
 
 
-async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Any, limits: DeviceLimits) -> None:
+async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Hello, limits: DeviceLimits) -> None:
     conn_id = secrets.token_hex(8)
     actor, welcome = await _connect(gw, device, conn_id, hello, limits)
     await sock.send(welcome)
@@ -142,8 +157,8 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
             except RayActorError:
                 raise _Closed(1011, "the device's actor stopped") from None
             for frame in frames:
-                if "close" in frame:
-                    raise _Closed(frame["close"], frame.get("reason", ""))
+                if isinstance(frame, Close):
+                    raise _Closed(frame.code, frame.reason)
                 await sock.send(frame)
 
     async def pinger() -> None:
@@ -153,41 +168,35 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
             # ends the connection, at the latest one ping later.
             if await repo.device_by_token(gw.store, token) is None:
                 raise _Closed(CLOSE_REVOKED, "this device was revoked")
-            await sock.send({"type": "ping"})
+            await sock.send(PingFrame())
 
     async def reader() -> None:
         silent = _Closed(CLOSE_SILENT, f"nothing heard for {limits.silence_seconds:g} s")
         while True:
-            frame = await _receive(sock.ws, limits, limits.silence_seconds, silent)
-            kind = frame.get("type")
-            if kind == "_invalid":
-                await sock.send(error_frame(frame["error"]))
-            elif kind == "ping":
-                await sock.send({"type": "pong"})
-            elif kind == "pong":
+            frame = await _receive(sock.ws, limits, device.kind, limits.silence_seconds, silent)
+            if isinstance(frame, _Invalid):
+                await sock.send_error(frame.error)
+                if isinstance(frame.error, BadHello):
+                    raise _Closed(CLOSE_BAD_HELLO, "bad hello")
+            elif isinstance(frame, PingFrame):
+                await sock.send(PongFrame())
+            elif isinstance(frame, PongFrame):
                 continue
-            elif kind == "result":
-                problem = await actor.result.remote(conn_id, frame)
-                if problem:
-                    await sock.send(problem)
-            elif kind == "event":
-                problem = await actor.event.remote(conn_id, frame)
-                if problem:
-                    await sock.send(problem)
-            elif kind == "hello":
-                try:
-                    again = validate_hello(frame, device.kind, limits)
-                except ProtocolError as exc:
-                    await sock.send(error_frame(str(exc)))
-                    raise _Closed(CLOSE_BAD_HELLO, "bad hello") from None
-                answer = await actor.rehello.remote(conn_id, again.model_dump())
-                if answer:
+            elif isinstance(frame, (ResultFrame, EventFrame)):
+                method = actor.result if isinstance(frame, ResultFrame) else actor.event
+                problem: ErrorInfo | None = await method.remote(conn_id, frame)
+                if problem is not None:
+                    await sock.send_error(problem)
+            elif isinstance(frame, Hello):
+                answer = await actor.rehello.remote(conn_id, frame)
+                if answer is not None:
                     await sock.send(answer)
-            elif kind == "bye":
+            elif isinstance(frame, ByeFrame):
                 await repo.revoke(gw.store, device.id, f"device:{device.id}")
                 raise _Closed(CLOSE_NORMAL, "goodbye: this device's token is revoked")
             else:
-                await sock.send(error_frame(f"unknown frame type {kind!r}"))
+                assert isinstance(frame, UnknownFrame)
+                await sock.send_error(f"unknown frame type {frame.type!r}")
 
     tasks = [asyncio.create_task(t()) for t in (pump, pinger, reader)]
     try:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, TypeVar
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -105,38 +105,50 @@ class IriisApi:
         return response
 
     async def listing(self, path: str, params: dict[str, Any] | None = None) -> list[Any]:
-        response = await self.get(path, params)
-        if response.status_code >= 400:
-            raise ToolError(f"the Iriis API answered HTTP {response.status_code} on {path}")
-        try:
-            return Listing.model_validate(response.json()).data
-        except (ValueError, ValidationError):
-            raise ToolError(f"the Iriis API answered {path} in an unexpected shape") from None
+        return listing_data(await self.get(path, params), path)
+
+
+def listing_data(response: httpx.Response, path: str) -> list[Any]:
+    """The items of a list envelope the API answered `path` with; ToolError for anything else."""
+    if response.status_code >= 400:
+        raise ToolError(f"the Iriis API answered HTTP {response.status_code} on {path}")
+    try:
+        return Listing.model_validate(response.json()).data
+    except (ValueError, ValidationError):
+        raise ToolError(f"the Iriis API answered {path} in an unexpected shape") from None
+
+
+_Entry = TypeVar("_Entry", ErrorItem, AuditItem)
+
+
+def _newest_first(items: list[Any], model: type[_Entry], empty: str, heading: str,
+                  line: Callable[[_Entry], str]) -> str:
+    """A listing's object entries read as `model`, one `line` each under `heading` (which may
+    name the {count}), newest first; `empty` when there are none. Anything else is skipped."""
+    entries = [model.model_validate(i) for i in items if isinstance(i, dict)]
+    if not entries:
+        return empty
+    entries.sort(key=lambda e: e.ts, reverse=True)
+    return "\n".join([heading.format(count=len(entries)), *(line(e) for e in entries)])
 
 
 def format_errors(items: list[Any], zone: ZoneInfo) -> str:
-    entries = [ErrorItem.model_validate(i) for i in items if isinstance(i, dict)]
-    if not entries:
-        return "No recent errors."
-    lines = [f"{len(entries)} recent error(s), newest first:"]
-    for e in sorted(entries, key=lambda e: e.ts, reverse=True):
+    def line(e: ErrorItem) -> str:
         where = f" {e.path}" if e.path else ""
-        lines.append(f"- {_when(e.ts, zone)} [{e.source}{where}] {_clip(e.error)}")
-    return "\n".join(lines)
+        return f"- {_when(e.ts, zone)} [{e.source}{where}] {_clip(e.error)}"
+
+    return _newest_first(items, ErrorItem, "No recent errors.", "{count} recent error(s), newest first:", line)
 
 
 def format_audit(items: list[Any], zone: ZoneInfo) -> str:
-    entries = [AuditItem.model_validate(i) for i in items if isinstance(i, dict)]
-    if not entries:
-        return "The audit log is empty."
-    lines = [f"{len(entries)} tool call(s), newest first:"]
-    for e in sorted(entries, key=lambda e: e.ts, reverse=True):
+    def line(e: AuditItem) -> str:
         args = _clip(json.dumps(e.arguments, ensure_ascii=False, default=str), 120) if e.arguments else ""
         confirmed = {True: ", confirmed", False: ", declined", None: ""}[e.confirmed]
         outcome = f"error: {_clip(e.error)}" if e.error else f"-> {_clip(e.result or '')}"
-        lines.append(f"- {_when(e.ts, zone)} {e.tool}({args}) tier {e.tier}{confirmed}, "
-                     f"{e.duration_ms:.0f} ms {outcome}")
-    return "\n".join(lines)
+        return (f"- {_when(e.ts, zone)} {e.tool}({args}) tier {e.tier}{confirmed}, "
+                f"{e.duration_ms:.0f} ms {outcome}")
+
+    return _newest_first(items, AuditItem, "The audit log is empty.", "{count} tool call(s), newest first:", line)
 
 
 def format_tool_servers(items: list[Any]) -> str:
@@ -195,13 +207,7 @@ def create_server(env: Mapping[str, str] | None = None) -> MCPServer:
         response = await api.get("/v1/tools")
         if response.status_code == 404:
             return "This Iriis API does not list tool servers (GET /v1/tools answered 404)."
-        if response.status_code >= 400:
-            raise ToolError(f"the Iriis API answered HTTP {response.status_code} on /v1/tools")
-        try:
-            data = Listing.model_validate(response.json()).data
-        except (ValueError, ValidationError):
-            raise ToolError("the Iriis API answered /v1/tools in an unexpected shape") from None
-        return format_tool_servers(data)
+        return format_tool_servers(listing_data(response, "/v1/tools"))
 
     return server
 

@@ -42,7 +42,10 @@ class SavedFile(BaseModel):
     size: int
 
 
-async def _make_and_save(ctx: Context, build: Callable[[], bytes], name: str, ext: str) -> CallToolResult:
+async def _make_and_save(ctx: Context, build: Callable[[], bytes], ext: str, title: str,
+                         fallback: str) -> CallToolResult:
+    """Build the artefact off the event loop and store it as `<title as a file name>.<ext>`."""
+    name = artefacts.file_name(title, ext, fallback)
     try:
         # Rendering is CPU-bound (matplotlib, fpdf2); a thread keeps the server answering.
         data = await asyncio.to_thread(build)
@@ -55,10 +58,6 @@ async def _make_and_save(ctx: Context, build: Callable[[], bytes], name: str, ex
         content=[TextContent(type="text", text=f"saved as file {record.id} ({record.name})")],
         structured_content=saved.model_dump(mode="json"),
     )
-
-
-def _name(title: str, ext: str, fallback: str, name: str | None) -> str:
-    return artefacts.file_name(name or title, ext, fallback)
 
 
 MarkdownText = Annotated[str, Field(
@@ -91,21 +90,20 @@ async def make_chart(
     def build() -> bytes:
         return artefacts.chart(kind, title, series, x=x, y=y, x_labels=x_labels, x_label=x_label, y_label=y_label)
 
-    return await _make_and_save(ctx, build, _name(title, "png", "chart", name), "png")
+    return await _make_and_save(ctx, build, "png", name or title, "chart")
 
 
 @mcp.tool(description="Write a PDF document from a title and Markdown-style text.", annotations=_MAKES)
 async def make_pdf(ctx: Context, title: str, text: MarkdownText, name: FileName = None,
                    ) -> Annotated[CallToolResult, SavedFile]:
-    return await _make_and_save(ctx, lambda: artefacts.pdf_document(title, text),
-                                _name(title, "pdf", "document", name), "pdf")
+    return await _make_and_save(ctx, lambda: artefacts.pdf_document(title, text), "pdf", name or title, "document")
 
 
 @mcp.tool(description="Write a Word (.docx) document from a title and Markdown-style text.", annotations=_MAKES)
 async def make_word(ctx: Context, title: str, text: MarkdownText, name: FileName = None,
                     ) -> Annotated[CallToolResult, SavedFile]:
-    return await _make_and_save(ctx, lambda: artefacts.word_document(title, text),
-                                _name(title, "docx", "document", name), "docx")
+    return await _make_and_save(ctx, lambda: artefacts.word_document(title, text), "docx", name or title,
+                                "document")
 
 
 @mcp.tool(
@@ -120,8 +118,8 @@ async def make_slides(
     subtitle: str | None = None,
     name: FileName = None,
 ) -> Annotated[CallToolResult, SavedFile]:
-    return await _make_and_save(ctx, lambda: artefacts.slide_deck(title, slides, subtitle),
-                                _name(title, "pptx", "slides", name), "pptx")
+    return await _make_and_save(ctx, lambda: artefacts.slide_deck(title, slides, subtitle), "pptx",
+                                name or title, "slides")
 
 
 @mcp.tool(
@@ -136,8 +134,8 @@ async def make_spreadsheet(
     name: FileName = None,
 ) -> Annotated[CallToolResult, SavedFile]:
     first: Any = next(iter(sheets), "spreadsheet")
-    return await _make_and_save(ctx, lambda: artefacts.spreadsheet(sheets, header),
-                                _name(str(first), "xlsx", "spreadsheet", name), "xlsx")
+    return await _make_and_save(ctx, lambda: artefacts.spreadsheet(sheets, header), "xlsx",
+                                name or str(first), "spreadsheet")
 
 
 def main() -> None:

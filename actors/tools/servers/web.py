@@ -35,17 +35,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from actors.common.ssrf import (
-    FetchError,
-    FetchResult,
-    Resolver,
-    SsrfError,
-    link_preview as extract_preview,
-    readable_text,
-    safe_fetch,
-    static_resolver,
-    system_resolver,
-)
+from actors.common.fetch import FetchResult, safe_fetch
+from actors.common.html import link_preview as extract_preview
+from actors.common.html import readable_text
+from actors.common.ssrf import FetchError, Resolver, SsrfError, static_resolver, system_resolver
 
 WEB_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                            open_world_hint=True)

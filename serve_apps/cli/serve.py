@@ -1,0 +1,183 @@
+"""`iriis serve`: start Ray, run migrations, deploy the Serve apps, and on Ctrl-C close the
+devices and flush every live conversation before Serve stops."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from actors.logmask import install_log_masking
+from actors.store.migrate import migrate
+from actors.store.store import Store, resolve_url
+from actors.tools.config import McpConfigError, load_mcp_config
+from serve_apps.cli.common import OWNER_KEYS_KV, settings_or_exit
+from serve_apps.http.auth import hash_key, new_owner_key
+
+log = logging.getLogger("iriis")
+
+APP_NAME = "iriis"
+
+
+async def prepare_store(database_url: str, env_keys: list[str], generate: bool = True) -> tuple[list[str], str | None]:
+    """Migrate, then return the accepted key hashes and a newly generated key (first run only)."""
+    store = Store.open(database_url)
+    try:
+        await migrate(store)
+        stored: list[str] = await store.get_kv(OWNER_KEYS_KV, [])
+        new_key = None
+        if not env_keys and not stored and generate:
+            new_key = new_owner_key()
+            stored = [hash_key(new_key)]
+            await store.set_kv(OWNER_KEYS_KV, stored)
+        return sorted(set(stored) | {hash_key(k) for k in env_keys}), new_key
+    finally:
+        await store.close()
+
+
+def _flush_sessions() -> int:
+    """Ask every live SessionActor to write its buffer; run before Serve goes down."""
+    import ray
+
+    from actors.session.actor import live_sessions
+
+    flushed = 0
+    for ref in [actor.flush.remote() for actor in live_sessions().values()]:
+        try:
+            flushed += ray.get(ref, timeout=30)
+        except Exception:  # noqa: BLE001 - shutdown boundary: report and keep flushing the others
+            log.exception("a session failed to flush at shutdown")
+    return flushed
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Serve's proxy binds with SO_REUSEPORT, so a second server would silently share the port
+    with the first; a plain bind tells us first."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+            sock.bind((host, port))
+        return True
+    except OSError:
+        return False
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    settings = settings_or_exit()
+    host = args.host or settings.iriis_host
+    port = args.port or settings.iriis_port
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_masking()
+
+    try:
+        mcp = load_mcp_config(settings.iriis_mcp_config)
+    except McpConfigError as exc:
+        print(f"iriis: {exc}", file=sys.stderr)
+        return 2
+    if not port_is_free(host, port):
+        print(f"iriis: {host}:{port} is already in use (another iriis serve?). Stop it, or set "
+              "IRIIS_PORT to another port.", file=sys.stderr)
+        return 2
+    settings.iriis_home.mkdir(parents=True, exist_ok=True)
+    database_url = resolve_url(settings.database_url, settings.iriis_home)
+    print("iriis: preparing the database (" + ("PostgreSQL" if database_url.startswith("postgresql")
+                                               else f"SQLite in {settings.iriis_home}") + ")", flush=True)
+    hashes, new_key = asyncio.run(prepare_store(database_url, settings.iriis_owner_keys))
+    # A key for this run only, so the `self` tool server can read the owner API.
+    internal_key = new_owner_key()
+    hashes = sorted(set(hashes) | {hash_key(internal_key)})
+    providers = settings.chat_providers(dict(os.environ))
+    learning = settings.learning_providers(dict(os.environ))
+    vision = settings.vision_providers(dict(os.environ))
+
+    import ray
+    from ray import serve
+
+    from actors.common.names import NAMESPACE
+    from actors.errors import error_log
+    from actors.providers.router_actor import router_actor
+    from actors.tools.builtin import builtin_toolbox
+    from actors.tools.hub import tool_hub
+    from serve_apps.deployments.app import build_app
+
+    started = time.monotonic()
+    print("iriis: starting Ray" + (f" (joining {settings.ray_address})" if settings.ray_address else ""),
+          flush=True)
+    ray.init(address=settings.ray_address, namespace=NAMESPACE, include_dashboard=False,
+             log_to_driver=args.verbose, configure_logging=False)
+    print("iriis: starting Serve and the actors", flush=True)
+    serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
+    error_log()
+    environ = {**os.environ, "IRIIS_PYTHON": sys.executable, "IRIIS_DATABASE_URL": database_url,
+               "IRIIS_API_URL": f"http://127.0.0.1:{port}", "IRIIS_API_KEY": internal_key,
+               "IRIIS_HOME": str(settings.iriis_home)}
+    # Built-in names stay as they are; a catalogue tool with the same name gets a prefix.
+    reserved = sorted(set(builtin_toolbox().specs) - mcp.builtin_exclude())
+    # The hub exists even with no MCP server: paired devices offer their tools through it.
+    hub = tool_hub(mcp, environ, reserved)
+    if any(name != "builtin" for name in mcp.servers):
+        print("iriis: starting the tool servers from " + str(settings.iriis_mcp_config), flush=True)
+        for server in ray.get(hub.ready.remote(), timeout=180):
+            detail = f" ({server['reason']})" if server["reason"] else ""
+            print(f"iriis: tools {server['name']}: {server['state']}, {server['tools']} tools{detail}", flush=True)
+    if providers:
+        router = router_actor("chat", providers)
+        found = ray.get(router.discover.remote(), timeout=60)
+        for name, models in found.items():
+            print(f"iriis: provider {name}: {len(models)} models listed", flush=True)
+    if vision:
+        found = ray.get(router_actor("vision", vision).discover.remote(), timeout=60)
+        for name, models in found.items():
+            print(f"iriis: vision provider {name}: {len(models)} models listed", flush=True)
+    # Perception replicas take a GPU each where the cluster has one; CPU threads otherwise.
+    gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
+    print("iriis: deploying the gateway, perception and the agent loop", flush=True)
+    serve.run(build_app(settings, database_url, hashes, providers, mcp, port, learning, vision, gpus), name=APP_NAME, route_prefix="/",
+              blocking=False)
+
+    url = f"http://{host}:{port}/"
+    print("iriis: chat model: " + (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
+                                   if providers else "offline default (no model key set; see README)"), flush=True)
+    print("iriis: vision model: " + (", ".join(f"{p.name}/{m}" for p in vision for m in p.models)
+                                     if vision else "none (camera answers come from perception alone)"), flush=True)
+    if new_key:
+        print("iriis: owner key (shown once, stored hashed; keep it safe):", flush=True)
+        print(f"    {new_key}", flush=True)
+        print(f"iriis: sign the page in with {url}#key={new_key}", flush=True)
+    # Last, so whoever waits for this line (a person, a test) has everything above it.
+    print(f"iriis: serving on {url} ({time.monotonic() - started:.1f}s); Ctrl-C stops", flush=True)
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+
+    from serve_apps.cli.people import close_devices_for_shutdown
+
+    print(f"iriis: closed {close_devices_for_shutdown()} device connections", flush=True)
+    print("iriis: shutting down; writing buffered conversations", flush=True)
+    flushed = _flush_sessions()
+    print(f"iriis: flushed {flushed} buffered writes", flush=True)
+    try:
+        ray.get(hub.close.remote(), timeout=30)
+    except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest
+        log.exception("the tool servers did not stop cleanly")
+    serve.shutdown()
+    if not settings.ray_address:
+        ray.shutdown()
+    print("iriis: stopped", flush=True)
+    return 0
+
+
+def add_serve_parser(sub: Any) -> None:
+    serve_p = sub.add_parser("serve", help="start Ray and serve the API and the chat page")
+    serve_p.add_argument("--host", help="listen address (default IRIIS_HOST or 127.0.0.1)")
+    serve_p.add_argument("--port", type=int, help="listen port (default IRIIS_PORT or 8000)")
+    serve_p.add_argument("--verbose", action="store_true", help="show actor logs in this terminal")
+    serve_p.set_defaults(func=serve_command)

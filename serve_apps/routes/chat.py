@@ -1,0 +1,127 @@
+"""Conversations: chat (streamed as SSE), following a running turn again, cancelling it, the
+session list, a session's messages and state, and deleting a message.
+
+No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
+"""
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from actors.devices.people import OWNER_ID
+from actors.devices.privacy import for_reader
+from actors.devices.repository import conversation_person
+from actors.store.models import new_id
+from serve_apps.http.bodies import SESSION_ID, check_session_id
+from serve_apps.http.context import GatewayContext
+from serve_apps.http.deps import GatewayDep, Owner, StoreDep
+from serve_apps.http.errors import ApiError
+from serve_apps.http.models import (
+    Cancelled,
+    MessageDeleted,
+    MessageList,
+    SessionList,
+    SessionState,
+    page,
+)
+
+router = APIRouter()
+MAX_MESSAGE_CHARS = 100_000
+MESSAGE_FIELDS = ("id", "seq", "role", "content", "meta", "created")
+
+
+class ChatRequest(BaseModel):
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    session_id: str | None = Field(default=None, pattern=SESSION_ID.pattern)
+    # The turn finishes (and a notification is queued) even if this connection drops.
+    background: bool = False
+    # False for callers with no way to answer a confirmation (scripts, bridges): confirm-tier
+    # actions are then declined and the model is told so.
+    confirmations: bool = True
+    # A monitor's probe: a real turn in a health-check session, from which nothing is learned
+    # and which stays out of the session list. Starts a new session, or continues one that
+    # began as a health check.
+    health_check: bool = False
+
+
+class CancelRequest(BaseModel):
+    heard: str | None = Field(default=None, max_length=10_000)
+    heard_index: int | None = Field(default=None, ge=-1)
+
+
+async def reader_is_person(gw: GatewayContext, session_id: str) -> bool:
+    """Owner routes read as the owner: is this conversation the owner's own?"""
+    person, _device = await conversation_person(gw.store, session_id)
+    return person == OWNER_ID
+
+
+async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person: bool) -> MessageList:
+    """A conversation's messages as the API returns them, shaped for who is reading.
+    Raises ApiError 404 `session_not_found`."""
+    handle = await gw.session(session_id, create=False)
+    rows: list[dict[str, Any]] = await handle.messages.remote()
+    return page(MessageList, (for_reader({k: m[k] for k in MESSAGE_FIELDS}, reader_is_person) for m in rows),
+                session_id=session_id)
+
+
+@router.post("/v1/chat")
+async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
+    session_id = body.session_id or new_id()
+    handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check)
+    events = handle.chat.options(num_returns="streaming").remote(
+        body.message, background=body.background, attended=body.confirmations)
+    return gw.stream(handle, session_id, events)
+
+
+@router.get("/v1/sessions/{session_id}/stream")
+async def resume(session_id: str, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
+    """Follow the running turn again from its start (a reopened client)."""
+    check_session_id(session_id)
+    handle = await gw.session(session_id, create=False)
+    return gw.stream(handle, session_id, handle.follow.options(num_returns="streaming").remote(),
+                     await reader_is_person(gw, session_id))
+
+
+@router.get("/v1/sessions")
+async def list_sessions(_owner: Owner, store: StoreDep) -> SessionList:
+    return page(SessionList, (c.model_dump(exclude={"summary_upto"}) for c in await store.list_conversations()))
+
+
+@router.get("/v1/sessions/{session_id}/messages")
+async def messages(session_id: str, _owner: Owner, gw: GatewayDep) -> MessageList:
+    check_session_id(session_id)
+    return await stored_messages(gw, session_id, await reader_is_person(gw, session_id))
+
+
+@router.get("/v1/sessions/{session_id}/state")
+async def session_state(session_id: str, _owner: Owner, gw: GatewayDep) -> SessionState:
+    check_session_id(session_id)
+    handle = await gw.session(session_id, create=False)
+    return SessionState.model_validate(await handle.state.remote())
+
+
+@router.post("/v1/sessions/{session_id}/cancel")
+async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelRequest | None = None) -> Cancelled:
+    """Barge-in: stop the turn; history keeps only what the owner says they heard."""
+    check_session_id(session_id)
+    handle = await gw.session(session_id, create=False)
+    body = body or CancelRequest()
+    cancelled = await handle.cancel.remote(body.heard, body.heard_index)
+    return Cancelled(session_id=session_id, cancelled=cancelled)
+
+
+@router.delete("/v1/messages/{message_id}")
+async def delete_message(message_id: str, _owner: Owner, gw: GatewayDep) -> MessageDeleted:
+    """Delete for good: from storage and from the live conversation the model sees."""
+    session_id = await gw.store.message_conversation(message_id)
+    if session_id is None:
+        session_id = await gw.live_session_holding(message_id)
+    if session_id is None:
+        raise ApiError(404, "not_found", "No message with that id.")
+    handle = await gw.session(session_id, create=False)
+    if not await handle.delete_message.remote(message_id):
+        # Stored but older than what the actor keeps in memory: delete it in the store alone.
+        await gw.store.write_batch([], [], deleted_ids=[message_id])
+    return MessageDeleted(id=message_id, deleted=True)

@@ -1,0 +1,39 @@
+"""Files: uploading one (to attach to a message) and reading it back, with byte ranges.
+
+No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
+"""
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Request, UploadFile
+from fastapi.responses import Response
+
+from serve_apps.http.deps import GatewayDep, Owner, StoreDep
+from serve_apps.http.errors import ApiError
+from serve_apps.http.models import FileUploaded
+from serve_apps.http.ranges import byte_range_response
+
+router = APIRouter()
+
+
+@router.post("/v1/files", status_code=201)
+async def upload(_owner: Owner, gw: GatewayDep, file: Annotated[UploadFile, File()]) -> FileUploaded:
+    limit = gw.config.max_upload_bytes
+    data = await file.read(limit + 1)
+    if len(data) > limit:
+        raise ApiError(413, "file_too_large", f"Files are limited to {limit} bytes.")
+    if not data:
+        raise ApiError(422, "invalid_request", "file: the file is empty")
+    name = (file.filename or "upload").rsplit("/", 1)[-1][:200]
+    record = await gw.store.add_file(name, file.content_type or "application/octet-stream", data)
+    return FileUploaded(id=record.id, name=record.name, mime=record.mime, size=record.size,
+                        attachment=f"[attachment file:{record.id} {record.name}]")
+
+
+@router.get("/v1/files/{file_id}", response_model=None)
+async def download(file_id: int, request: Request, _owner: Owner, store: StoreDep) -> Response:
+    found = await store.get_file(file_id)
+    if found is None:
+        raise ApiError(404, "not_found", "No file with that id.")
+    meta, data = found
+    return byte_range_response(data, meta.mime, meta.name, request.headers.get("range"))
