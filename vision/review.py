@@ -16,7 +16,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from vision.frames import frame_for_vlm
-from vision.vlm import _json_objects, cap
+from vision.vlm import SCHEMA_KEYS, cap, json_objects
+
+# Every object a look or a review could be: a model asked for a review may answer with a look.
+REVIEW_KEYS = SCHEMA_KEYS | frozenset({"summary", "problems", "timeline"})
 
 HISTORY_SECONDS = 90.0
 # 90 s at 5 fps of ~60 kB JPEGs is ~27 MB; the cap keeps a fast client from growing it further.
@@ -198,7 +201,7 @@ def parse_report(text: Any) -> ReviewReport:
     if not isinstance(text, str):
         text = json.dumps(text) if isinstance(text, (dict, list)) else ""
     try:
-        objects = _json_objects(text)
+        objects = json_objects(text, REVIEW_KEYS)
     except RecursionError:
         objects = []
     obj = next((o for o in objects if "summary" in o or "timeline" in o), None)

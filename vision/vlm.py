@@ -183,7 +183,7 @@ _STATUS_ALIASES = {"okay": "ok", "fine": "ok", "good": "ok", "warn": "warning", 
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_SCHEMA_KEYS = frozenset({"say", "status", "reading", "step_complete"})
+SCHEMA_KEYS = frozenset({"say", "status", "reading", "step_complete"})
 # Each "{" is one place to look from; real answers hold a handful.
 MAX_STARTS = 12
 
@@ -205,16 +205,8 @@ def json_objects(text: str, fields: AbstractSet[str]) -> list[dict[str, Any]]:
     return found
 
 
-# vision/review.py still asks for every object a look or a review could be.
-_REVIEW_KEYS = frozenset({"summary", "problems", "timeline"})
-
-
-def _json_objects(text: str, fields: AbstractSet[str] = _SCHEMA_KEYS | _REVIEW_KEYS) -> list[dict[str, Any]]:
-    return json_objects(text, fields)
-
-
 def _pick(objects: list[dict[str, Any]]) -> dict[str, Any] | None:
-    scored = [(len(_SCHEMA_KEYS & set(o)), i, o) for i, o in enumerate(objects)]
+    scored = [(len(SCHEMA_KEYS & set(o)), i, o) for i, o in enumerate(objects)]
     scored = [s for s in scored if s[0] > 0]
     if not scored:
         return None
@@ -312,7 +304,7 @@ def parse_answer(text: Any) -> VlmAnswer:
             return VlmAnswer(say=UNREADABLE_SAY, status="unsure")
     # Decoding is tried at every "{", so bound the work a runaway reply can cause.
     text = text[:MAX_REPLY_CHARS]
-    obj = _pick(json_objects(text, _SCHEMA_KEYS))
+    obj = _pick(json_objects(text, SCHEMA_KEYS))
     if obj is None:
         prose = _prose(text)
         return VlmAnswer(say=prose or UNREADABLE_SAY, status="unsure")

@@ -65,22 +65,6 @@ async def make_code(store: Store, person_id: int, kind: str, label: str, skills:
     return code, now + seconds
 
 
-async def recent_failures(store: Store, address: str, window: float) -> tuple[int, float | None]:
-    """Wrong codes from `address` within the window, and when the newest was."""
-    since = time.time() - window
-    async with store.engine.connect() as conn:
-        row = (await conn.execute(sa.select(sa.func.count(), sa.func.max(schema.pair_failures.c.ts)).where(
-            (schema.pair_failures.c.address == address) & (schema.pair_failures.c.ts > since)))).first()
-    return int(row[0]), row[1]
-
-
-async def add_failure(store: Store, address: str, window: float) -> None:
-    now = time.time()
-    async with store.engine.begin() as conn:
-        await conn.execute(sa.delete(schema.pair_failures).where(schema.pair_failures.c.ts < now - 2 * window))
-        await conn.execute(sa.insert(schema.pair_failures).values(address=address, ts=now))
-
-
 async def pair(store: Store, code: str, kind: str) -> PairOutcome:
     """Spend one use of a code and make the device; `gone` for a used, expired or unknown code.
     The use is taken with a conditional UPDATE so two devices racing for the last use cannot

@@ -14,6 +14,7 @@ No `from __future__ import annotations`: FastAPI reads these types at import tim
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from actors.devices.people import OWNER_ID
 from actors.store.store import Store
@@ -26,9 +27,14 @@ from serve_apps.http.people_auth import (
 )
 
 
+def context_of(connection: HTTPConnection) -> GatewayContext:
+    """The context of the Gateway replica serving this request or socket (set in its
+    constructor). Routes take `GatewayDep`; sockets call this."""
+    return connection.app.state.gateway
+
+
 async def gateway_context(request: Request) -> GatewayContext:
-    """The context of the Gateway replica serving this request (set in its constructor)."""
-    return request.app.state.gateway
+    return context_of(request)
 
 
 GatewayDep = Annotated[GatewayContext, Depends(gateway_context)]

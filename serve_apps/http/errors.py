@@ -14,7 +14,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import HTTPConnection
 
 from actors.errors import report
 
@@ -68,8 +67,3 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("internal_error", "The server failed on this request; it was logged."),
                         status_code=500)
 
-
-def gateway_of(request: HTTPConnection) -> Any:
-    """The Gateway replica's context (a `GatewayContext`, set in its constructor); routes take
-    `deps.GatewayDep` instead. Kept for the sockets, which reach it from a WebSocket."""
-    return request.app.state.gateway

@@ -27,7 +27,7 @@ from actors.common.errors import ErrorInfo
 from actors.errors import report
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
-from serve_apps.http.errors import gateway_of
+from serve_apps.http.deps import context_of
 from serve_apps.routes.camera import router as http_router
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ async def _receive(ws: WebSocket, idle: float) -> dict[str, Any] | None:
 @router.websocket("/v1/camera/ws")
 async def camera_socket(ws: WebSocket) -> None:
     await ws.accept()
-    gw = gateway_of(ws)
+    gw = context_of(ws)
     if not key_matches(presented_key(ws), gw.hashes):
         await ws.close(CLOSE_UNAUTHORIZED, "send the owner key as ?token= or a Bearer header")
         return
