@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     iriis_camera_max_frame_bytes: int = Field(default=1_000_000, ge=1024)
     iriis_camera_idle_seconds: float = Field(default=120.0, gt=0)
     iriis_camera_ocr_every: int = Field(default=3, ge=1)
+    # The autonomy loop (spec section 9): the owner's time zone, the hours it stays quiet
+    # ("23-7": from 23:00 to 07:00; "" for none) and its daily token budget.
+    iriis_timezone: str = "UTC"
+    iriis_rest_hours: str = "23-7"
+    iriis_autonomy_tokens_per_day: int = Field(default=50_000, ge=0)
 
     @field_validator("iriis_owner_keys", mode="before")
     @classmethod
@@ -102,6 +107,29 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             value = value.strip()
             return value or None
+        return value
+
+    @field_validator("iriis_timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        value = value.strip() or "UTC"
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"not a known IANA time zone: {value!r}") from None
+        return value
+
+    @field_validator("iriis_rest_hours")
+    @classmethod
+    def _check_rest_hours(cls, value: str) -> str:
+        value = value.strip()
+        if value:
+            start, sep, end = value.partition("-")
+            if not (sep and start.strip().isdigit() and end.strip().isdigit()
+                    and 0 <= int(start) <= 23 and 0 <= int(end) <= 23):
+                raise ValueError("must be two hours 0-23 like 23-7, or empty")
         return value
 
     @field_validator("database_url")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 # The one lenient JSON parser of the house; actors.common imports nothing else of ours, so
 # vision (which has no Ray and no actors) may stand on it.
 from actors.common.jsonish import find_object
+from actors.common.untrusted import wrap_content
 
 Status = Literal["ok", "warning", "danger", "unsure"]
 STATUSES: tuple[str, ...] = ("ok", "warning", "danger", "unsure")
@@ -25,7 +26,7 @@ STATUSES: tuple[str, ...] = ("ok", "warning", "danger", "unsure")
 # Character caps (spec section 12 names the first three; the rest keep one prompt lean).
 CAP_PROFILE = 700
 CAP_FACTS = 900
-CAP_EXCERPT = 380
+CAP_EXCERPT = 340
 MAX_EXCERPTS = 3
 MAX_EXCHANGES = 4
 CAP_GOAL = 300
@@ -33,7 +34,7 @@ CAP_STEP = 300
 CAP_CRITERIA = 400
 CAP_READINGS = 300
 CAP_DETECTIONS = 300
-CAP_OCR = 500
+CAP_OCR = 400
 CAP_QUESTION = 500
 CAP_EXCHANGE_Q = 200
 CAP_EXCHANGE_A = 300
@@ -105,9 +106,16 @@ def build_context(ctx: VisionContext) -> str:
     readings = ctx.readings[-8:]
     add("Recent readings", "; ".join(readings), CAP_READINGS)
     add("Detected objects", ", ".join(ctx.detections), CAP_DETECTIONS)
-    add("Text in view (OCR)", ctx.ocr_text, CAP_OCR)
-    for i, excerpt in enumerate([e for e in ctx.excerpts if e.strip()][:MAX_EXCERPTS], 1):
-        add(f"Excerpt {i} from the owner's documents", excerpt, CAP_EXCERPT)
+    # Text read off the scene and the documents' words are data, never the owner speaking:
+    # each inside the one untrusted wrapper, every `<` escaped, the reminder after it.
+    ocr = cap(ctx.ocr_text, CAP_OCR)
+    outside = [f"Text in view (OCR): {ocr}"] if ocr else []
+    outside += [f"Excerpt {i} from the owner's documents: {cap(e, CAP_EXCERPT)}"
+                for i, e in enumerate([e for e in ctx.excerpts if e.strip()][:MAX_EXCERPTS], 1)]
+    if outside:
+        sources = "; ".join(s for s, on in (("camera:ocr", bool(ocr)), ("file:documents", len(outside) > bool(ocr)))
+                            if on)
+        parts.append(wrap_content(sources, "\n".join(outside), what="text read off the scene or documents"))
     exchanges = ctx.exchanges[-MAX_EXCHANGES:]
     if exchanges:
         lines = [

@@ -171,6 +171,10 @@
     const card = el("div", "confirm");
     card.dataset.id = String(data.id || "");
     card.append(el("p", "question", data.question || "Allow this action?"));
+    // Why the yes is needed: this turn read something that is not the owner's own words.
+    if (data.reason && data.sources && data.sources.length) {
+      card.append(el("p", "confirm-reason", data.reason.charAt(0).toUpperCase() + data.reason.slice(1) + "."));
+    }
     let pin = null;
     if (data.needs_pin) {
       pin = el("input");

@@ -56,7 +56,8 @@ class ContextBuilder:
     async def build(self, query: str) -> VisionContext:
         profile = owner_profile(await self._persona())
         chosen = select(await self._items(), query, self._clock())
-        facts = "; ".join(i.text for i in chosen.memories + chosen.people)
+        # Only what the owner's own words taught: an item learned from outside content is not a fact.
+        facts = "; ".join(i.text for i in chosen.memories + chosen.people if not i.provenance)
         if self._documents is None:
             self._documents = await self._load_documents()
         step = self.state.context().step

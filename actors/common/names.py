@@ -16,6 +16,7 @@ NAMESPACE = "iriis"
 ERROR_LOG = "errors"
 TOOL_HUB = "tools"
 EMBEDDER = "embedder"
+SCHEDULER = "scheduler"
 
 
 def actor_name(kind: str, thing_id: object) -> str:

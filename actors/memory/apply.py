@@ -54,10 +54,11 @@ async def apply_ops(store: Store, ops: Sequence[Op], source: str, session_id: st
             if isinstance(op, InsertOp):
                 new_id = (await conn.execute(sa.insert(mind).values(
                     kind=op.kind, text=op.text, importance=op.importance, uses=0, active=True,
-                    created=op.created, last_used=None).returning(mind.c.id))).scalar_one()
+                    created=op.created, last_used=None, provenance=op.provenance).returning(mind.c.id))).scalar_one()
                 done.inserted.append(new_id)
                 await log_event(conn, "insert", new_id, session_id,
-                                {"source": source, "kind": op.kind, "text": op.text}, now)
+                                {"source": source, "kind": op.kind, "text": op.text,
+                                 **({"provenance": op.provenance} if op.provenance else {})}, now)
             elif isinstance(op, ReinforceOp):
                 if await _still_active(conn, op.item_id):
                     await conn.execute(sa.update(mind).where(mind.c.id == op.item_id).values(

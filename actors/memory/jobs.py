@@ -21,6 +21,7 @@ from actors.memory.events import record_event
 from actors.memory.consolidation import (
     RECENT_ITEMS, activity_histogram, consolidation_prompt, parse_consolidation, plan_consolidation)
 from actors.memory.model import MindItem, Persona
+from actors.memory.outside import guard_reflection, mark_inserts, owner_items
 from actors.memory.persona import parse_persona, persona_prompt
 from actors.memory.playbook import parse_playbook, plan_playbook, playbook_prompt
 from actors.memory.reflect_prompt import Exchange, reflection_prompt
@@ -85,7 +86,10 @@ async def reflect_exchange(store: Store, complete: Complete, exchange: Exchange,
         "updates": [u for u in reflection.updates if u.id in shown],
         "outdated": [i for i in reflection.outdated if i in shown],
         "closed_loops": [i for i in reflection.closed_loops if i in shown]})
-    ops = plan_reflection(reflection, {i.id: i for i in active}, now)
+    # An exchange that read outside content keeps facts about what happened, never its
+    # instructions; what it keeps is marked with where it came from.
+    reflection = guard_reflection(reflection, exchange.sources)
+    ops = mark_inserts(plan_reflection(reflection, {i.id: i for i in active}, now), exchange.sources)
     applied = await apply_ops(store, ops, "reflection", exchange.session_id, now)
     outcome: Outcome = "applied" if applied.changed else "nothing_new"
     await record_event(store, "reflection", session_id=exchange.session_id,
@@ -98,7 +102,7 @@ async def distill_playbook(store: Store, complete: Complete, work: str,
                            session_id: str | None = None, now: float | None = None) -> Applied:
     """A few rules from a finished background task or work session."""
     now = now or time.time()
-    rules = await list_items(store, kind="playbook", active=True, limit=2000)
+    rules = owner_items(await list_items(store, kind="playbook", active=True, limit=2000))
     related = _related(rules, work, RELATED_RULES, now)
     raw = await complete(playbook_prompt(work, related), "playbook")
     if raw is None:
@@ -133,8 +137,9 @@ async def consolidate(store: Store, complete: Complete, now: float | None = None
     now = now or time.time()
     if progress:
         await progress("reading memory")
-    recent = await list_items(store, active=True, limit=RECENT_ITEMS)
-    goals = await list_items(store, kind="goal", active=True, limit=100)
+    # Only what the owner's own words produced is condensed into insights, patterns and goals.
+    recent = owner_items(await list_items(store, active=True, limit=RECENT_ITEMS))
+    goals = owner_items(await list_items(store, kind="goal", active=True, limit=100))
     histogram = activity_histogram(await _owner_message_times(store, now - 14 * 86400), now)
     if progress:
         await progress("asking the model")
@@ -159,9 +164,10 @@ async def author_persona(store: Store, complete: Complete, now: float | None = N
     current = Persona(**current_raw) if current_raw else None
     if current is not None and not revise:
         return "unchanged"
-    known = [i for i in await list_items(store, active=True, limit=300)
+    # A persona trait is never learned from outside content.
+    known = [i for i in owner_items(await list_items(store, active=True, limit=300))
              if i.kind in ("fact", "person", "insight", "pattern", "goal")]
-    lessons = await list_items(store, kind="lesson", active=True, limit=10)
+    lessons = owner_items(await list_items(store, kind="lesson", active=True, limit=10))
     raw = await complete(persona_prompt(known, current, lessons), "persona")
     if raw is None:
         return "no_model"

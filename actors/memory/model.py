@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 Kind = Literal["fact", "insight", "pattern", "person", "lesson", "playbook", "skill", "open_loop", "goal"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -51,6 +51,16 @@ class MindItem(BaseModel):
     created: float
     # None (or 0) means never used; recency then counts from `created`.
     last_used: float | None = None
+    # What produced it: None for the owner's own words, else the untrusted sources it was
+    # learned from ("file:12 notes.txt; web:example.com"). Such an item is quoted as data in
+    # the prompt, never becomes a playbook rule, and taints the turn that reads it.
+    provenance: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def from_outside(self) -> bool:
+        """Learned from content that was not the owner's own words (the owner sees this mark)."""
+        return bool(self.provenance)
 
 
 NEUTRAL_FEELING = "neutral"

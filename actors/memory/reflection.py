@@ -236,6 +236,8 @@ class InsertOp(BaseModel):
     text: str
     importance: float
     created: float
+    # Untrusted sources the item was learned from (None: the owner's own words).
+    provenance: str | None = None
 
 
 class ReinforceOp(BaseModel):

@@ -4,6 +4,7 @@ a prompt. The rules themselves live in the pure modules beside this one."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
 import sqlalchemy as sa
 
@@ -12,9 +13,11 @@ from actors.memory.embed import Encoder
 # list_events and the record keys are re-exported: callers read memory through this module.
 from actors.memory.events import list_events, log_event  # noqa: F401
 from actors.memory.model import MOOD_KV, PERSONA_KV, Kind, MindItem, Mood, Persona
-from actors.memory.prompt import render_memory_block
+from actors.memory.prompt import outside_items, render_memory_block
 from actors.memory.secrets import looks_secret
-from actors.memory.select import select
+from actors.memory.select import Found, select
+from actors.memory.select import search as rank_search
+from actors.memory.transfer import MemoryRecord, export_line
 from actors.memory.vectors import similarities_for
 from actors.store import schema
 from actors.store.store import Store
@@ -52,8 +55,10 @@ async def delete_item(store: Store, item_id: int) -> bool:
 
 
 async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
-                   now: float | None = None, source: str = "owner") -> tuple[MindItem, bool]:
-    """Store an item, or reinforce a near-duplicate; returns (item, created)."""
+                   now: float | None = None, source: str = "owner",
+                   provenance: str | None = None) -> tuple[MindItem, bool]:
+    """Store an item, or reinforce a near-duplicate; returns (item, created). `provenance`
+    names the untrusted sources it was learned from (None: the owner's own words)."""
     text = text.strip()
     if looks_secret(text):
         raise MemoryRefused("that looks like a password, key or PIN; memory does not keep secrets")
@@ -64,7 +69,7 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
         if isinstance(decision, Insert):
             new_id = (await conn.execute(sa.insert(schema.mind).values(
                 kind=kind, text=text, importance=max(1.0, min(10.0, importance)), uses=0, active=True,
-                created=now, last_used=None).returning(schema.mind.c.id))).scalar_one()
+                created=now, last_used=None, provenance=provenance).returning(schema.mind.c.id))).scalar_one()
             created = True
             item_id = new_id
             event = {"source": source, "kind": kind, "text": text}
@@ -83,6 +88,13 @@ async def remember(store: Store, kind: Kind, text: str, importance: float = 5.0,
 async def memory_block(store: Store, query: str, now: float | None = None,
                        session_id: str | None = None, encoder: Encoder | None = None) -> str:
     """The memory part of the system prompt for this query; marks what it selected as used."""
+    return (await memory_context(store, query, now, session_id, encoder))[0]
+
+
+async def memory_context(store: Store, query: str, now: float | None = None,
+                         session_id: str | None = None, encoder: Encoder | None = None) -> tuple[str, list[int]]:
+    """The memory block, and the ids of the selected items learned from outside content:
+    a turn whose prompt holds one of those has read untrusted content (`memory:<id>`)."""
     now = now or time.time()
     # One read for the items and one for both records: this runs before every model call.
     items = await list_items(store, active=True, limit=5000)
@@ -91,7 +103,7 @@ async def memory_block(store: Store, query: str, now: float | None = None,
             sa.select(schema.kv.c.key, schema.kv.c.value).where(schema.kv.c.key.in_([MOOD_KV, PERSONA_KV]))
         )).all())
     if not items and not rows:
-        return ""
+        return "", []
     # The paraphrase term, when a sentence encoder is available; None keeps it lexical.
     similarities = await similarities_for(store, items, query, encoder) if encoder is not None else None
     selection = select(items, query, now, similarities=similarities)
@@ -99,7 +111,7 @@ async def memory_block(store: Store, query: str, now: float | None = None,
                                 Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
     if selection.ids:
         await mark_used(store, selection.ids, now, query, session_id)
-    return block
+    return block, [i.id for i in outside_items(selection)]
 
 
 async def mark_used(store: Store, ids: list[int], now: float, query: str = "",
@@ -116,3 +128,91 @@ async def deactivate(store: Store, item_id: int) -> bool:
     async with store.engine.begin() as conn:
         result = await conn.execute(sa.update(schema.mind).where(schema.mind.c.id == item_id).values(active=False))
     return result.rowcount > 0
+
+
+# -- search, import, export (issue 20) -----------------------------------------------------------
+
+# The pool a prompt ranks (memory_block reads the same number), so a search score is a prompt score.
+SEARCH_POOL = 5000
+
+
+async def search(store: Store, query: str, limit: int = 20, kind: str | None = None,
+                 now: float | None = None, encoder: Encoder | None = None,
+                 embeddings: bool = True) -> list[Found]:
+    """Active items about `query`, best first, with exactly the score the prompt gives them and
+    its terms (`select.search`). The similarities are standardised over the whole pool, as the
+    prompt's are, and `kind` filters only what is returned. `embeddings=False` stays lexical;
+    otherwise `encoder` (or the process's own model) adds the paraphrase term when available."""
+    now = now or time.time()
+    items = await list_items(store, active=True, limit=SEARCH_POOL)
+    similarities = await similarities_for(store, items, query, encoder) if embeddings else None
+    return rank_search(items, query, now, limit, kind, similarities)
+
+
+async def iter_export(store: Store, batch: int = 1000) -> AsyncIterator[str]:
+    """Every item (active or not), oldest id first, one JSON line each (`transfer.export_line`)."""
+    after = 0
+    while True:
+        query = sa.select(schema.mind).where(schema.mind.c.id > after).order_by(schema.mind.c.id).limit(batch)
+        async with store.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        if not rows:
+            return
+        for row in rows:
+            yield export_line(MindItem(**row))
+        after = rows[-1]["id"]
+
+
+async def import_records(store: Store, records: list[MemoryRecord], now: float | None = None) -> tuple[int, int]:
+    """Insert `records` in one transaction, each with its own times, uses and state; returns
+    (inserted, skipped). An item whose kind and text already exist (in the store or earlier in
+    the file) is skipped, so importing an export twice changes nothing."""
+    now = now or time.time()
+    async with store.engine.begin() as conn:
+        existing = {(k, t) for k, t in (await conn.execute(sa.select(schema.mind.c.kind, schema.mind.c.text)))}
+        rows = []
+        for record in records:
+            key = (record.kind, record.text)
+            if key in existing:
+                continue
+            existing.add(key)
+            rows.append({"kind": record.kind, "text": record.text, "importance": record.importance,
+                         "uses": record.uses, "active": record.active,
+                         "created": record.created if record.created is not None else now,
+                         "last_used": record.last_used, "provenance": record.provenance})
+        for start in range(0, len(rows), 500):
+            await conn.execute(sa.insert(schema.mind), rows[start:start + 500])
+        await log_event(conn, "import", None, data={"inserted": len(rows), "skipped": len(records) - len(rows)},
+                        now=now)
+    return len(rows), len(records) - len(rows)
+
+
+async def remember_at(store: Store, record: MemoryRecord, source: str = "owner") -> tuple[MindItem, bool]:
+    """`remember` for an item that carries its own history (created, last_used): a near-duplicate
+    is reinforced and keeps the later of the two last-used times; a new item keeps its times."""
+    if looks_secret(record.text):
+        raise MemoryRefused("that looks like a password, key or PIN; memory does not keep secrets")
+    now = time.time()
+    created = record.created if record.created is not None else now
+    existing = await list_items(store, kind=record.kind, active=True)
+    decision = decide_insert(record.kind, record.text, record.importance, existing)
+    async with store.engine.begin() as conn:
+        if isinstance(decision, Insert):
+            item_id = (await conn.execute(sa.insert(schema.mind).values(
+                kind=record.kind, text=record.text, importance=record.importance, uses=record.uses,
+                active=True, created=created, last_used=record.last_used).returning(schema.mind.c.id))).scalar_one()
+            await log_event(conn, "insert", item_id, data={"source": source, "kind": record.kind,
+                                                           "text": record.text}, now=now)
+            created_new = True
+        else:
+            item_id = decision.item_id
+            old = next(i for i in existing if i.id == item_id)
+            used = max(t for t in (old.last_used, record.last_used, created) if t)
+            await conn.execute(sa.update(schema.mind).where(schema.mind.c.id == item_id).values(
+                importance=decision.new_importance, last_used=used))
+            await log_event(conn, "reinforce", item_id, data={"source": source,
+                                                              "importance": decision.new_importance}, now=now)
+            created_new = False
+    item = await get_item(store, item_id)
+    assert item is not None
+    return item, created_new

@@ -6,8 +6,10 @@ also share a word with the query: a rule is advice for a kind of task and is noi
 else, whereas a strong fact or an open loop is worth recalling even off-topic.
 
 Given embedding similarities (`actors.memory.vectors.similarities_for`), relevance becomes the
-hybrid term of `actors.memory.hybrid`, which also catches paraphrase; without them everything
-here is the spec's lexical formula, unchanged.
+fused term of `actors.memory.hybrid` (lexical + weighted semantic), which also catches
+paraphrase; without them everything here is the spec's lexical formula, unchanged. Ranking runs
+on `actors.memory.index.MemoryIndex` (inverted index, numpy columns); `search` is the one ranked
+lookup the HTTP search route and the `memory` MCP server's recall both use.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Set
 
+import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
-from actors.memory.hybrid import Z_CEIL, Z_FLOOR, is_related, standardise
+from actors.memory.hybrid import Z_CEIL, Z_FLOOR, standardise
+from actors.memory.index import MemoryIndex, Scores, Why, index_for
 from actors.memory.model import Kind, MindItem
 from actors.memory.scoring import IMPORTANCE_DIVISOR, RECENCY_BASE, RELEVANCE_WEIGHT, SECONDS_PER_HOUR
 from actors.common.text import word_set
@@ -57,8 +61,9 @@ class Selection(BaseModel):
 
 def scored(items: Iterable[MindItem], query_words: Set[str], now: float,
            strengths: Mapping[int, float] | None = None) -> list[tuple[float, MindItem]]:
-    """(score, item) for each item: `scoring.score`, or `hybrid.hybrid_score` where `strengths`
-    (from `hybrid.standardise`) has the item."""
+    """(score, item) for each item: `scoring.score`, or the OLD blend `hybrid.hybrid_score` where
+    `strengths` (from `hybrid.standardise`) has the item. The prompt no longer ranks with this
+    (see `rank`/`select`, on the fused score); the benchmark keeps it as its "old hybrid"."""
     # Both functions spelled out in one loop, same arithmetic in the same order: this runs over
     # every active item before every model call, and the per-item function calls were 20-40%
     # of its time at 10,000 items (measured here). tests/test_memory_embed.py checks the scores
@@ -80,22 +85,42 @@ def scored(items: Iterable[MindItem], query_words: Set[str], now: float,
     return out
 
 
-def _ranked(items: Iterable[MindItem], query_words: Set[str], now: float,
-            limit: int | None, strengths: Mapping[int, float] | None = None) -> list[MindItem]:
-    pairs = scored(items, query_words, now, strengths)
-    # Ties go to the older id so the same state always yields the same prompt.
-    pairs.sort(key=lambda pair: (-pair[0], pair[1].id))
-    chosen = [item for _, item in pairs]
-    return chosen if limit is None else chosen[:limit]
+def _chosen(index: MemoryIndex, scores: Scores, mask: np.ndarray | None, limit: int | None) -> list[MindItem]:
+    return [index.items[row] for row in scores.top(mask, limit)]
 
 
 def rank(items: Iterable[MindItem], query: str, now: float, limit: int | None = None,
          similarities: Mapping[int, float] | None = None) -> list[MindItem]:
-    """`items` best first for `query` (recall uses this): the spec's score, or the hybrid one
-    when `similarities` (item id -> cosine with the query, from `vectors.similarities_for`)
-    is given. Items missing from `similarities` are scored lexically."""
+    """`items` best first for `query`: the spec's score, or the fused one when `similarities`
+    (item id -> cosine with the query, from `vectors.similarities_for`) is given. Items missing
+    from `similarities` are scored lexically. Ties go to the older id."""
+    index = index_for(items)
     strengths = None if similarities is None else standardise(similarities)
-    return _ranked(items, word_set(query), now, limit, strengths)
+    return _chosen(index, index.score(word_set(query), now, strengths), None, limit)
+
+
+class Found(BaseModel):
+    """One search hit: the item, its prompt score and the terms of that score."""
+
+    item: MindItem
+    score: float
+    why: Why
+
+
+def search(items: Iterable[MindItem], query: str, now: float, limit: int = 20, kind: str | None = None,
+           similarities: Mapping[int, float] | None = None) -> list[Found]:
+    """The active items about `query` (a shared word, or a similarity that stands out:
+    `hybrid.is_related`), best first, scored exactly as the prompt scores them. `similarities`
+    should cover the same pool the prompt standardises over (all active items); `kind` only
+    filters what is shown, so a score here is the score the prompt gives."""
+    index = index_for(items)
+    strengths = None if similarities is None else standardise(similarities)
+    scores = index.score(word_set(query), now, strengths)
+    mask = scores.related() & index.active
+    if kind is not None:
+        mask &= index.kinds_mask((kind,))
+    return [Found(item=index.items[row], score=float(scores.total[row]), why=scores.why(row))
+            for row in scores.top(mask, limit)]
 
 
 def select(items: Iterable[MindItem], query: str, now: float,
@@ -103,32 +128,24 @@ def select(items: Iterable[MindItem], query: str, now: float,
     """The active items to show for a prompt about `query` at time `now`.
 
     Without `similarities` this is exactly the spec's lexical selection. With them (item id ->
-    cosine similarity with the query, from `vectors.similarities_for`) relevance is the hybrid
+    cosine similarity with the query, from `vectors.similarities_for`) relevance is the fused
     term of `actors.memory.hybrid`, and a playbook rule also counts as sharing the query's
     subject when its similarity stands out (`hybrid.Z_RELATED`), so a rule phrased in other
     words still reaches the prompt."""
-    query_words = word_set(query)
-    by_kind: dict[str, list[MindItem]] = {}
-    for item in items:
-        if item.active:
-            by_kind.setdefault(item.kind, []).append(item)
+    index = index_for(items)
     # Standardised over everything the caller scored, so "stands out" means against all memory.
     strengths = None if similarities is None else standardise(similarities)
+    scores = index.score(word_set(query), now, strengths)
 
     def group(kinds: Iterable[Kind], limit: int | None) -> list[MindItem]:
-        pool = [item for kind in kinds for item in by_kind.get(kind, [])]
-        return _ranked(pool, query_words, now, limit, strengths)
+        return _chosen(index, scores, index.kinds_mask(kinds), limit)
 
-    if strengths is None:
-        rules = [item for item in by_kind.get("playbook", []) if query_words & word_set(item.text)]
-    else:
-        rules = [item for item in by_kind.get("playbook", [])
-                 if is_related(bool(query_words & word_set(item.text)), strengths.get(item.id))]
+    rules = index.kinds_mask(("playbook",)) & scores.related()
     return Selection(
         memories=group(MEMORY_KINDS, MAX_MEMORIES),
         people=group(("person",), MAX_PEOPLE),
         lessons=group(("lesson",), MAX_LESSONS),
-        playbook=_ranked(rules, query_words, now, MAX_PLAYBOOK, strengths),
+        playbook=_chosen(index, scores, rules, MAX_PLAYBOOK),
         skills=group(("skill",), MAX_SKILLS),
         open_loops=group(("open_loop",), MAX_OPEN_LOOPS),
         goals=group(("goal",), None),

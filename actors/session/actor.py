@@ -149,14 +149,18 @@ class SessionActor:
 
     # -- turns ----------------------------------------------------------------------------
 
-    async def chat(self, message: str, background: bool = False, attended: bool = True) -> AsyncIterator[TurnEvent]:
-        """Stream a turn's typed events. The first one (`TurnStarted`) names the turn."""
+    async def chat(self, message: str, background: bool = False, attended: bool = True,
+                   sources: list[str] | None = None) -> AsyncIterator[TurnEvent]:
+        """Stream a turn's typed events. The first one (`TurnStarted`) names the turn.
+
+        `sources` names what the message came from when it is not the owner's words
+        (`relay:<uid> from <name>`, `camera:ocr`, `task:<id>`): the turn is tainted from its start."""
         if not self._loaded and not await self.open():
             raise SessionNotFound(self.core.session_id)
         turn = self.desk.open(background)
         # A fresh context: the turn must not inherit the caller's request context, or Ray
         # cancels it (and the AgentLoop call under it) when that caller goes away.
-        asyncio.get_running_loop().create_task(self._run(turn, message, attended), context=contextvars.Context())
+        asyncio.get_running_loop().create_task(self._run(turn, message, attended, sources), context=contextvars.Context())
         async for event in self.desk.follow(turn):
             yield event
 
@@ -190,10 +194,10 @@ class SessionActor:
         except SessionRefusal as exc:
             return exc.info()
 
-    async def _run(self, turn: TurnLog, message: str, attended: bool) -> None:
+    async def _run(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None) -> None:
         self.idle.touch()
         await turns.conduct(self.desk, self.core, self.confirmations, turn,
-                            lambda: self._turn(turn, message, attended), self._turn_failed)
+                            lambda: self._turn(turn, message, attended, sources), self._turn_failed)
         self.idle.touch()
         await self._after_turn(turn)
 
@@ -201,10 +205,10 @@ class SessionActor:
         log.exception("turn failed in session %s", self.core.session_id)
         report("session.turn", exc, request={"session": self.core.session_id})
 
-    async def _turn(self, turn: TurnLog, message: str, attended: bool) -> None:
-        self.core.add("user", message)
+    async def _turn(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None) -> None:
+        self.core.add("user", message, meta={"sources": sources} if sources else None)
         request, person = await turns.prepare(self.store, self.core, turn, message, attended, self._encoder,
-                                              session=ray.get_runtime_context().current_actor)
+                                              session=ray.get_runtime_context().current_actor, sources=sources)
         # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
         async with aclosing(self._agent_events(request)) as events:
             await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID)

@@ -75,8 +75,11 @@ class Pending:
 
     def public(self) -> dict[str, Any]:
         """As the session's state lists it."""
-        return {"id": self.id, "turn_id": self.turn_id, "tool": self.ask.tool,
-                "question": self.ask.question, "needs_pin": self.ask.needs_pin}
+        out = {"id": self.id, "turn_id": self.turn_id, "tool": self.ask.tool,
+               "question": self.ask.question, "needs_pin": self.ask.needs_pin}
+        if self.ask.sources:
+            out.update(reason=self.ask.reason, sources=self.ask.sources)
+        return out
 
 
 def pin_needed(ask: ConfirmRequest, approve: bool) -> bool:
@@ -113,7 +116,8 @@ class ConfirmationBook:
     def event(self, pending: Pending) -> ConfirmAsked:
         ask = pending.ask
         return ConfirmAsked(id=pending.id, question=ask.question, tool=ask.tool, arguments=ask.arguments,
-                            needs_pin=ask.needs_pin, reason=ask.reason, expires_in=self.timeout)
+                            needs_pin=ask.needs_pin, reason=ask.reason, expires_in=self.timeout,
+                            sources=ask.sources or None)
 
     async def wait(self, pending: Pending) -> bool:
         """The answer; False once `timeout` passes unanswered. The confirmation is gone after."""

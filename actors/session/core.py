@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance
+from actors.common.untrusted import wrap_content
+from actors.session.events import TurnMessage
 from actors.store.buffer import ConversationBuffer
 from actors.store.models import ConversationRecord, MessageRecord, Role
 from actors.store.store import Store
@@ -72,12 +75,16 @@ class SessionCore:
         return [m for m in self.history
                 if upto < m.seq < first_kept and m.role in ("user", "assistant")]
 
-    def apply_summary(self, summary: str, upto_seq: int) -> None:
+    def apply_summary(self, summary: str, upto_seq: int, sources: list[str] | None = None) -> None:
+        """The new rolling summary; `sources` are the untrusted sources of what was folded into
+        it, kept with those of the summary before (a summary made from them stays marked)."""
         assert self.conversation is not None
         if upto_seq <= self.conversation.summary_upto:
             return
         self.conversation.summary = summary
         self.conversation.summary_upto = upto_seq
+        marked = [*(self.conversation.summary_sources or []), *(sources or [])]
+        self.conversation.summary_sources = list(dict.fromkeys(marked)) or None
         self.buffer.touch(self.conversation)
 
     def remove(self, message_id: str) -> bool:
@@ -87,17 +94,26 @@ class SessionCore:
         self.buffer.delete(message_id)
         return len(self.history) != before
 
-    def prompt(self, system: str) -> list[dict[str, Any]]:
-        """System text, the rolling summary, then as much recent history as fits the budget."""
-        out: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    def prompt(self, system: str) -> list[TurnMessage]:
+        """System text, the rolling summary, then as much recent history as fits the budget,
+        each message with its provenance. A summary folded from untrusted content is quoted as
+        data and marks the turn (`summary`)."""
+        out: list[TurnMessage] = [TurnMessage(role="system", content=system, provenance=[SYSTEM_TEXT])]
         if self.conversation and self.conversation.summary:
-            out.append({"role": "system",
-                        "content": "Summary of the earlier conversation:\n" + self.conversation.summary})
+            summary = self.conversation.summary
+            if self.conversation.summary_sources:
+                out.append(TurnMessage(role="system", provenance=[Provenance.summary()], content=(
+                    "Summary of the earlier conversation:\n"
+                    + wrap_content("summary", summary, what="a summary made partly from outside content"))))
+            else:
+                out.append(TurnMessage(role="system", provenance=[SYSTEM_TEXT],
+                                       content="Summary of the earlier conversation:\n" + summary))
         for m in self.window():
             content = m.content
             if m.meta and m.meta.get("interrupted"):
                 content += INTERRUPTED_NOTE
-            out.append({"role": m.role, "content": content})
+            out.append(TurnMessage(role=m.role, content=content,
+                                   provenance=[OWNER_WORDS if m.role == "user" else SYSTEM_TEXT]))
         return out
 
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from actors.common.errors import ErrorInfo
+from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance, untrusted
 
 MAX_CHAT_STEPS = 10
 MAX_BACKGROUND_STEPS = 20
@@ -85,7 +86,10 @@ class ConfirmAsked(_Event):
     needs_pin: bool
     reason: str = ""
     expires_in: float
-    omit_if_none: ClassVar[tuple[str, ...]] = ("arguments",)
+    # What this turn read that is not the person's own words (`file:12 notes.txt`, ...): why
+    # an auto action is put to them at all. Left out (None) in a clean turn.
+    sources: list[str] | None = None
+    omit_if_none: ClassVar[tuple[str, ...]] = ("arguments", "sources")
 
 
 class Done(_Event):
@@ -120,6 +124,9 @@ class TurnResult(_Event):
     text: str
     tools: list[dict[str, Any]] = Field(default_factory=list)
     files: list[int] = Field(default_factory=list)
+    # What the turn read that was not the person's own words: reflection and the summary
+    # must not learn instructions from it.
+    sources: list[str] = Field(default_factory=list)
 
 
 TurnEvent = Annotated[
@@ -163,6 +170,69 @@ class ConfirmRequest(BaseModel):
     question: str
     needs_pin: bool
     reason: str = ""
+    sources: list[str] = Field(default_factory=list)
+
+
+class TurnMessage(BaseModel):
+    """One message of the turn's prompt, with where its content came from.
+
+    On the wire to the model it is the plain OpenAI-style dict (`wire()`); `provenance` never
+    leaves the loop. A user message is the owner's words unless said otherwise; a message that
+    holds an attachment's text, a memory item or summary learned from outside content, or a
+    task's result also names those sources, and the taint rule keys on them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: Any = None
+    provenance: list[Provenance] = Field(default_factory=list)
+
+    def sources(self) -> list[Provenance]:
+        """Its provenance, or the default for its role (the owner for `user`, else system)."""
+        if self.provenance:
+            return list(self.provenance)
+        return [OWNER_WORDS if self.role == "user" else SYSTEM_TEXT]
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        out.update(self.model_extra or {})
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        return self.wire()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.wire().get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, dict):
+            return self.wire() == other
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def message_sources(messages: list[Any]) -> list[Provenance]:
+    """The untrusted provenance of a prompt's messages: TurnMessages' `provenance`, and a
+    plain dict's `provenance` key (a list of sources) where a caller put one."""
+    found: list[Provenance] = []
+    for m in messages:
+        if isinstance(m, TurnMessage):
+            found += m.sources()
+        elif isinstance(m, dict) and m.get("provenance"):
+            found += [Provenance.parse(p) for p in m["provenance"]]
+    return untrusted(found)
+
+
+def to_wire(messages: list[Any]) -> list[Provenance]:
+    """Turn `messages` into the model's plain dicts, in place; returns their untrusted sources."""
+    sources = message_sources(messages)
+    for i, m in enumerate(messages):
+        if isinstance(m, TurnMessage):
+            messages[i] = m.wire()
+        elif isinstance(m, dict) and "provenance" in m:
+            messages[i] = {k: v for k, v in m.items() if k != "provenance"}
+    return sources
 
 
 class TurnScope(BaseModel):
@@ -177,7 +247,8 @@ class TurnRequest(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    messages: list[dict[str, Any]]
+    # Typed, each with its provenance; a plain dict is read as a TurnMessage.
+    messages: list[TurnMessage]
     session_id: str | None = None
     turn_id: str | None = None
     # The SessionActor's handle, for confirmations; None means nobody can be asked.

@@ -53,7 +53,8 @@ class LearningPlan:
                    channel: str | None) -> Learning:
         """After the reply is delivered: reflect on the exchange; a finished background task
         also distils playbook rules at once, and a chat's tool-using turns add to the work
-        session. Health checks and device output never feed memory."""
+        session. Health checks and device output never feed memory, and a turn that read
+        untrusted content never feeds the playbook."""
         if exchange is None or cancelled or channel == HEALTH_CHANNEL:
             return Learning()
         if used_a_device(exchange):
@@ -63,6 +64,10 @@ class LearningPlan:
         # Checked here too so a chit-chat turn costs no call at all.
         if not is_trivial(exchange.get("user", ""), exchange.get("reply", ""), exchange.get("tools")):
             out.reflect = exchange
+        if exchange.get("sources"):
+            # It read content that is not the owner's words: reflection may keep facts about
+            # what happened (marked with where they came from), never a playbook rule.
+            return out
         if exchange.get("tools"):
             work = work_summary(exchange)
             if background:

@@ -10,10 +10,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from actors.common.budget import compact_tool_messages
+from actors.common.provenance import (
+    Provenance,
+    taint_reason,
+    tool_provenance,
+    untrusted,
+)
 from actors.common.redact import redact_value
 from actors.common.toolspec import CONFIRM, PIN, ToolResult, ToolSpec
 from actors.common.untrusted import wrap_untrusted
@@ -31,6 +37,7 @@ from actors.session.events import (  # noqa: F401
     ToolActivity,
     TurnEvent,
     TurnResult,
+    to_wire,
 )
 from actors.store.models import AuditEntry
 from actors.tools.spec import ToolBox
@@ -69,6 +76,11 @@ class TurnContext:
     audit: Callable[[AuditEntry], Awaitable[None]] | None = None
     on_failure: Callable[[str, str], None] | None = None
     session_id: str | None = None
+    # Untrusted sources already in the prompt when the turn starts, beside those its messages
+    # name (a caller that turned its TurnMessages into plain dicts passes them here).
+    sources: list[Provenance] = field(default_factory=list)
+    # Off only in the injection suite's self-check, which proves the rule is what holds.
+    taint_rule: bool = True
 
 
 def question_for(spec: ToolSpec, arguments: dict[str, Any]) -> str:
@@ -160,25 +172,38 @@ def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
 
 
 class _Turn:
-    def __init__(self, toolbox: ToolBox, ctx: TurnContext) -> None:
+    def __init__(self, toolbox: ToolBox, ctx: TurnContext, sources: list[Provenance] | None = None) -> None:
         self.toolbox = toolbox
         self.ctx = ctx
         # An action (tier 1 and up) actually ran and succeeded: only that can back a claim.
         self.acted = False
-        # Set once the turn has read output from outside the owner's control.
-        self.tainted = False
+        # What entered the turn that is not the person's own words, by provenance.
+        self.sources: list[Provenance] = untrusted([*(sources or []), *ctx.sources])
         self.trace: list[dict[str, Any]] = []
         self.files: list[int] = []
 
+    @property
+    def tainted(self) -> bool:
+        """Anything untrusted entered the turn: from then on every action needs a yes."""
+        return bool(self.sources) and self.ctx.taint_rule
+
+    def read(self, source: Provenance) -> None:
+        self.sources = untrusted([*self.sources, source])
+
     def effective_tier(self, spec: ToolSpec) -> tuple[int, str]:
-        if self.tainted and spec.tier >= 1 and spec.tier < CONFIRM:
-            return CONFIRM, "this turn has read content from outside, so actions need your own yes"
+        if self.tainted and spec.tier >= 1:
+            why = taint_reason(self.sources)
+            if spec.tier < CONFIRM:
+                return CONFIRM, why
+            return spec.tier, f"{spec.name} is a confirm-tier tool; {why}"
         return spec.tier, f"{spec.name} is a confirm-tier tool" if spec.tier >= CONFIRM else ""
 
     async def run_call(self, call: ToolCall) -> tuple[ToolResult, dict[str, Any]]:
         spec = self.toolbox.specs.get(call.name)
         started = time.perf_counter()
-        info: dict[str, Any] = {"tier": spec.tier if spec else None, "confirmed": None}
+        # The taint and its sources as they stood when the call was decided: the audit's record.
+        info: dict[str, Any] = {"tier": spec.tier if spec else None, "confirmed": None,
+                                "tainted": bool(self.sources), "sources": [str(p) for p in self.sources]}
         if spec is None:
             result = await self.toolbox.execute(call.name, call.arguments)
         elif spec.purpose_required and not str(call.arguments.get("purpose", "")).strip():
@@ -194,20 +219,25 @@ class _Turn:
                 else:
                     approved = await self.ctx.confirm(ConfirmRequest(
                         tool=call.name, arguments=redact_value(call.arguments),
-                        question=question_for(spec, call.arguments), needs_pin=tier >= PIN, reason=reason))
+                        question=question_for(spec, call.arguments), needs_pin=tier >= PIN, reason=reason,
+                        sources=[str(p) for p in self.sources] if self.tainted else []))
                     info["confirmed"] = approved
                     result = (await self.toolbox.execute(call.name, call.arguments) if approved else
                               ToolResult(name=call.name, ok=False, content=DECLINED_BY_OWNER.format(name=call.name)))
             else:
                 result = await self.toolbox.execute(call.name, call.arguments)
             if info["confirmed"] is not False and spec.untrusted_output:
-                self.tainted = True
+                self.read(self.provenance(call))
         executed = info["confirmed"] is not False and spec is not None
         if executed and spec.tier >= 1 and result.ok:
             self.acted = True
         await self._audit(call, result, info, (time.perf_counter() - started) * 1000)
         self.files += result.files
         return result, info
+
+    def provenance(self, call: ToolCall) -> Provenance:
+        spec = self.toolbox.specs.get(call.name)
+        return tool_provenance(spec.source if spec else "", call.name, call.arguments)
 
     async def run_calls(self, calls: list[ToolCall], messages: list[dict[str, Any]]) -> AsyncIterator[TurnEvent]:
         """Run one step's calls in order: tool events out, wrapped results into the prompt."""
@@ -232,6 +262,7 @@ class _Turn:
             tier=tier_names.get(info["tier"], "unknown"), confirmed=info["confirmed"],
             result=result.content[:4000] if result.ok else None,
             error=None if result.ok else result.content[:2000], duration_ms=round(ms, 2),
+            tainted=info.get("tainted", False), sources=info.get("sources") or None,
         )
         if self.ctx.audit:
             await self.ctx.audit(entry)
@@ -252,7 +283,8 @@ async def run_turn(
     place with this turn's assistant and tool messages.
     """
     ctx = ctx or TurnContext()
-    turn = _Turn(toolbox, ctx)
+    # Typed messages become the model's plain dicts; their provenance stays with the turn.
+    turn = _Turn(toolbox, ctx, to_wire(messages))
     reply_parts: list[str] = []
     index = 0
     retried_empty = claim_checked = False
@@ -318,4 +350,4 @@ async def run_turn(
     if turn.files:
         # Markers let clients render the artefacts in history.
         text += "\n\n" + " ".join(f"[file:{f}]" for f in dict.fromkeys(turn.files))
-    yield TurnResult(text=text, tools=turn.trace, files=turn.files)
+    yield TurnResult(text=text, tools=turn.trace, files=turn.files, sources=[str(p) for p in turn.sources])

@@ -13,9 +13,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from actors.common.attachments import expand_message
+from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance, untrusted
 from actors.devices.people import OWNER_ID
 from actors.devices.repository import conversation_person
-from actors.memory.repository import memory_block
+from actors.memory.repository import memory_context
 from actors.session.confirmations import ConfirmationBook
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import (
@@ -109,18 +110,31 @@ class TurnDesk:
 
 
 async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, attended: bool,
-                  encoder: Callable[[], Awaitable[Any]], session: Any = None) -> tuple[TurnRequest, int]:
+                  encoder: Callable[[], Awaitable[Any]], session: Any = None,
+                  sources: list[str] | None = None) -> tuple[TurnRequest, int]:
     """The AgentLoop's request for this turn, and whose turn it is. The user's message is
-    already in `core`'s history; `session` is the handle the AgentLoop asks confirmations of."""
+    already in `core`'s history; `session` is the handle the AgentLoop asks confirmations of.
+
+    Every message carries its provenance: the owner's words, the system's text, or what is
+    neither (an attachment's text, a memory item or summary learned from outside content, and
+    `sources`: what a caller says the message itself came from, such as `relay:<uid> from
+    <name>` for a relay wake-up, `camera:ocr` for the camera hand-off or `task:<id>` for a
+    scheduled task's run). Only untrusted sources may be named that way: a caller cannot make
+    a message more trusted than the owner's own words."""
     person, device = await conversation_person(store, core.session_id)
     # Memory is the owner's: other people's conversations neither see nor feed it.
-    memory = (await memory_block(store, message, session_id=core.session_id, encoder=await encoder())
-              if person == OWNER_ID else "")
+    memory, outside = (await memory_context(store, message, session_id=core.session_id, encoder=await encoder())
+                       if person == OWNER_ID else ("", []))
     messages = core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
-    rendered = await render_attachments(store, message, turn)
+    # Items learned from outside content are quoted in the block; reading them taints the turn.
+    messages[0].provenance = [SYSTEM_TEXT, *(Provenance.memory(i) for i in outside)]
+    files: list[Provenance] = []
+    rendered = await render_attachments(store, message, turn, files)
+    user = messages[-1]
     if rendered:
         # The model reads the files' contents; the stored message stays as the owner sent it.
-        messages[-1] = {"role": "user", "content": expand_message(message, rendered)}
+        user.content = expand_message(message, rendered)
+    user.provenance = [OWNER_WORDS, *files, *untrusted(sources or [])]
     request = TurnRequest(
         messages=messages, session_id=core.session_id, turn_id=turn.turn_id, session=session, attended=attended,
         max_steps=MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
@@ -185,9 +199,12 @@ def save_reply(core: SessionCore, turn: TurnLog, result: TurnResult | None, mess
     """Save the reply and say the turn is done; with `learn`, keep the exchange to learn from."""
     text = result.text if result else ""
     tools = (result.tools if result else None) or None
-    saved = core.add("assistant", text, meta={"tools": tools} if tools else None)
+    sources = (result.sources if result else None) or None
+    meta = {k: v for k, v in (("tools", tools), ("sources", sources)) if v} or None
+    saved = core.add("assistant", text, meta=meta)
     if result is not None and learn:
-        turn.exchange = {"session_id": core.session_id, "user": message, "reply": text, "tools": tools or []}
+        turn.exchange = {"session_id": core.session_id, "user": message, "reply": text, "tools": tools or [],
+                         "sources": sources or []}
     return Done(session_id=core.session_id, message_id=saved.id, text=text)
 
 
@@ -217,7 +234,9 @@ async def fold_summary(core: SessionCore, summarize: Callable[[str, list[dict[st
     if not fold or core.conversation is None:
         return False
     summary = await summarize(core.conversation.summary, [{"role": m.role, "content": m.content} for m in fold])
-    core.apply_summary(summary, fold[-1].seq)
+    # A reply to a turn that read outside content may carry it: the summary stays marked.
+    sources = [s for m in fold for s in ((m.meta or {}).get("sources") or [])]
+    core.apply_summary(summary, fold[-1].seq, sources)
     return True
 
 

@@ -37,6 +37,8 @@ class ConversationRecord(BaseModel):
     channel: str = "chat"
     summary: str = ""
     summary_upto: int = 0
+    # The untrusted sources the summary was folded from; empty when it was all the owner's.
+    summary_sources: list[str] | None = None
     created: float = Field(default_factory=time.time)
     updated: float = Field(default_factory=time.time)
 
@@ -61,6 +63,9 @@ class AuditEntry(BaseModel):
     result: str | None = None
     error: str | None = None
     duration_ms: float = 0.0
+    # The turn had read something untrusted when the call was decided, and what it was.
+    tainted: bool = False
+    sources: list[str] | None = None
 
 
 class OutboxItem(BaseModel):

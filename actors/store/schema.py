@@ -18,6 +18,8 @@ conversations = sa.Table(
     # Rolling summary of the messages that fell out of the verbatim history window.
     sa.Column("summary", sa.Text, nullable=False, server_default=""),
     sa.Column("summary_upto", sa.Integer, nullable=False, server_default="0"),
+    # Untrusted sources the rolling summary was folded from (migration 0011); [] = clean.
+    sa.Column("summary_sources", sa.JSON, nullable=True),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
 )
@@ -60,6 +62,9 @@ audit_log = sa.Table(
     sa.Column("result", sa.Text, nullable=True),
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("duration_ms", sa.Float, nullable=False),
+    # Whether the turn had read anything untrusted when the call was decided, and what (0011).
+    sa.Column("tainted", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("sources", sa.JSON, nullable=True),
 )
 
 kv = sa.Table(
@@ -92,6 +97,9 @@ mind = sa.Table(
     sa.Column("active", sa.Boolean, nullable=False, server_default=sa.true()),
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("last_used", sa.Float, nullable=True),
+    # What produced the item (0011): NULL for the owner's own words, else its untrusted sources
+    # ("file:12 notes.txt; web:example.com"): such an item is quoted as data, never a rule.
+    sa.Column("provenance", sa.Text, nullable=True),
 )
 
 # One row per thing memory did (insert, reinforce, update, deactivate, mood, selection,
@@ -251,4 +259,31 @@ procedures = sa.Table(
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("body", sa.JSON, nullable=False),
     sa.Column("created", sa.Float, nullable=False),
+)
+
+# Background tasks and one-off reminders (actors/scheduler/tasks.py). What is due is decided here,
+# not in a runner's memory: a runner claims a row (`claimed_by`, `claimed_at`) and finishes it only
+# while the claim is still its own. `repeat` is a cron expression or an interval ("every 30m").
+tasks = sa.Table(
+    "tasks", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    # "task" runs as a background turn; "reminder" only queues its notification when due.
+    sa.Column("kind", sa.Text, nullable=False, server_default="task"),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("goal", sa.Text, nullable=False),
+    sa.Column("repeat", sa.Text, nullable=True),
+    sa.Column("status", sa.Text, nullable=False, server_default="scheduled"),
+    sa.Column("next_run", sa.Float, nullable=True),
+    # Sessions used by the current run (reset when a repeating task comes round again).
+    sa.Column("runs", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("notes", sa.Text, nullable=False, server_default=""),
+    sa.Column("result", sa.Text, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    # The task's own conversation (channel "task"), which the owner can open.
+    sa.Column("conversation_id", sa.Text, nullable=True),
+    sa.Column("claimed_by", sa.Text, nullable=True),
+    sa.Column("claimed_at", sa.Float, nullable=True),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("updated", sa.Float, nullable=False),
+    sa.Index("ix_tasks_due", "status", "next_run"),
 )

@@ -94,7 +94,8 @@ class Store:
                 stmt = self._insert(schema.conversations).values(**conv)
                 stmt = stmt.on_conflict_do_update(
                     index_elements=["id"],
-                    set_={k: stmt.excluded[k] for k in ("title", "summary", "summary_upto", "updated")},
+                    set_={k: stmt.excluded[k] for k in ("title", "summary", "summary_upto", "summary_sources",
+                                                       "updated")},
                 )
                 await conn.execute(stmt)
             if msgs:

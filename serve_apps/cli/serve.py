@@ -57,6 +57,34 @@ def _flush_sessions() -> int:
     return flushed
 
 
+def start_scheduler(settings: Any, database_url: str) -> Any:
+    """The singleton scheduler, given the gateway's session settings and the AgentLoop's handle."""
+    import ray
+    from ray import serve
+
+    from actors.scheduler.actor import SchedulerConfig, scheduler
+    from serve_apps.deployments.app import session_config
+
+    agent = serve.get_deployment_handle("AgentLoop", app_name=APP_NAME)
+    handle = scheduler(SchedulerConfig(database_url=database_url, session=session_config(settings, database_url)),
+                       agent)
+    ray.get(handle.start.remote(), timeout=60)
+    print("iriis: scheduler running (background tasks and reminders)", flush=True)
+    return handle
+
+
+def stop_scheduler(handle: Any) -> None:
+    """Stop the scheduler's loops, handing back the tasks it runs, and end it: the next
+    `iriis serve` starts one with its own configuration."""
+    import ray
+
+    try:
+        ray.get(handle.stop.remote(), timeout=30)
+    except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest
+        log.exception("the scheduler did not stop cleanly")
+    ray.kill(handle, no_restart=True)
+
+
 def port_is_free(host: str, port: int) -> bool:
     """Serve's proxy binds with SO_REUSEPORT, so a second server would silently share the port
     with the first; a plain bind tells us first."""
@@ -140,6 +168,8 @@ def serve_command(args: argparse.Namespace) -> int:
     print("iriis: deploying the gateway, perception and the agent loop", flush=True)
     serve.run(build_app(settings, database_url, hashes, providers, mcp, port, learning, vision, gpus), name=APP_NAME, route_prefix="/",
               blocking=False)
+    # After Serve is up: the scheduler runs its tasks' turns through the same AgentLoop.
+    tasks_scheduler = start_scheduler(settings, database_url)
 
     url = f"http://{host}:{port}/"
     print("iriis: chat model: " + (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
@@ -162,6 +192,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
     print(f"iriis: closed {close_devices_for_shutdown()} device connections", flush=True)
     print("iriis: shutting down; writing buffered conversations", flush=True)
+    stop_scheduler(tasks_scheduler)
     flushed = _flush_sessions()
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
     try:

@@ -27,7 +27,7 @@ from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.providers.types import AllProvidersFailed, Delta, ProviderError
-from actors.session.events import ConfirmRequest, TurnError, TurnEvent, TurnRequest
+from actors.session.events import ConfirmRequest, TurnError, TurnEvent, TurnRequest, to_wire
 from actors.session.loop import TurnContext, run_turn
 from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
@@ -118,7 +118,7 @@ class AgentLoop:
                 yield delta
         return model
 
-    def _context(self, request: TurnRequest) -> TurnContext:
+    def _context(self, request: TurnRequest, sources: list[Any] | None = None) -> TurnContext:
         session, turn_id, session_id = request.session, request.turn_id, request.session_id
 
         async def confirm(req: ConfirmRequest) -> bool:
@@ -137,17 +137,20 @@ class AgentLoop:
 
         attended = request.attended and session is not None
         return TurnContext(confirm=confirm if attended else None, audit=audit, on_failure=on_failure,
-                           session_id=session_id)
+                           session_id=session_id, sources=list(sources or []))
 
     async def run(self, request: TurnRequest) -> AsyncIterator[TurnEvent]:
         """One turn's typed events: sentences, tools, then a `TurnResult` (or a `TurnError`)."""
-        messages = request.messages
+        # The model's plain messages; what the typed ones said was not the owner's words stays
+        # with the turn (the taint rule keys on it).
+        messages: list[Any] = list(request.messages)
+        sources = to_wire(messages)
         try:
             scope = (request.scope.model_dump() if request.scope
                      else await turn_scope(self.store, request.session_id))
             toolbox = await self._turn_toolbox(messages, scope)
             async for event in run_turn(self._model(True), messages, toolbox, request.max_steps,
-                                        private_device_audit(self._context(request), toolbox)):
+                                        private_device_audit(self._context(request, sources), toolbox)):
                 yield event
         except AllProvidersFailed as exc:
             yield _error("provider_unavailable",

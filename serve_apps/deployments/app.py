@@ -14,6 +14,12 @@ from serve_apps.deployments.perception import perception_app
 from serve_apps.http.context import GatewayConfig
 
 
+def session_config(settings: Settings, database_url: str) -> SessionConfig:
+    """How conversations run, for the gateway's and the scheduler's alike."""
+    return SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
+                         idle_seconds=settings.iriis_session_idle_seconds)
+
+
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
               providers: list[ProviderConfig], mcp: McpConfig, port: int | None = None,
               learning: list[ProviderConfig] | None = None, vision: list[ProviderConfig] | None = None,
@@ -31,8 +37,7 @@ def build_app(settings: Settings, database_url: str, key_hashes: list[str],
         web_dir=str(settings.iriis_web_dir),
         max_upload_bytes=settings.iriis_max_upload_bytes,
         hosts=sorted({f"{settings.iriis_host}:{port}", f"127.0.0.1:{port}", f"localhost:{port}"}),
-        session=SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
-                              idle_seconds=settings.iriis_session_idle_seconds),
+        session=session_config(settings, database_url),
         camera=CameraConfig(database_url=database_url, vision=[p.model_dump() for p in vision or []],
                             timeout=settings.iriis_vision_timeout, review_timeout=settings.iriis_review_timeout,
                             idle_seconds=settings.iriis_camera_idle_seconds, ocr_every=settings.iriis_camera_ocr_every,

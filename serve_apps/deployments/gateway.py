@@ -40,6 +40,7 @@ from serve_apps.http.errors import ApiError, app
 from serve_apps.http.models import Health
 from serve_apps.routes.admin import router as admin_router
 from serve_apps.routes.auth import router as auth_router
+from serve_apps.routes.autonomy import router as autonomy_router
 from serve_apps.routes.chat import router as chat_router
 from serve_apps.routes.confirmations import router as confirmations_router
 from serve_apps.routes.devices import router as devices_router
@@ -47,6 +48,7 @@ from serve_apps.routes.events import router as events_router
 from serve_apps.routes.files import router as files_router
 from serve_apps.routes.memory import router as memory_router
 from serve_apps.routes.people import router as people_router
+from serve_apps.routes.tasks import router as tasks_router
 from serve_apps.sockets.camera import router as camera_router
 from serve_apps.sockets.devices import router as device_socket_router
 
@@ -55,7 +57,8 @@ __all__ = ["Gateway", "GatewayConfig"]
 log = logging.getLogger(__name__)
 
 for _router in (memory_router, camera_router, people_router, devices_router, device_socket_router,
-                events_router, auth_router, chat_router, confirmations_router, files_router, admin_router):
+                events_router, auth_router, chat_router, confirmations_router, files_router, admin_router,
+                tasks_router, autonomy_router):
     app.include_router(_router)
 
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.

@@ -278,3 +278,41 @@ class DeviceEventPublic(BaseModel):
 
 class DeviceEventList(Page[DeviceEventPublic]):
     pass
+
+
+# -- memory search and import (issue 20) -------------------------------------------------------
+
+class MemoryWhy(BaseModel):
+    """The terms of a search score: they add up to `score` (recency + importance + words + meaning)."""
+
+    recency: float
+    importance: float
+    words: float
+    meaning: float
+    shared_words: list[str]
+
+
+class MemorySearchHit(BaseModel):
+    id: int
+    kind: str
+    text: str
+    importance: float
+    score: float
+    why: MemoryWhy
+
+
+class MemorySearchList(Page[MemorySearchHit]):
+    pass
+
+
+class MemoryLineError(BaseModel):
+    line: int
+    code: str
+    message: str
+
+
+class MemoryImported(BaseModel):
+    """What an import did: items inserted, and those skipped as already present (same kind and text)."""
+
+    inserted: int
+    skipped: int

@@ -4,12 +4,13 @@ session list, a session's messages and state, and deleting a message.
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from actors.common.provenance import untrusted
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import for_reader
 from actors.devices.repository import conversation_person
@@ -44,6 +45,11 @@ class ChatRequest(BaseModel):
     # and which stays out of the session list. Starts a new session, or continues one that
     # began as a health check.
     health_check: bool = False
+    # What the message came from when it is not the owner typing it: `relay:<uid> from <name>`
+    # (the relay watcher's wake-up), `task:<id>` (a scheduled task's run). The turn is tainted
+    # from its start, so its actions need the owner's yes. Only untrusted sources are taken:
+    # `owner` and `system` here are ignored.
+    sources: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(default_factory=list, max_length=8)
 
 
 class CancelRequest(BaseModel):
@@ -71,7 +77,8 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
     session_id = body.session_id or new_id()
     handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check)
     events = handle.chat.options(num_returns="streaming").remote(
-        body.message, background=body.background, attended=body.confirmations)
+        body.message, background=body.background, attended=body.confirmations,
+        sources=[str(p) for p in untrusted(body.sources)] or None)
     return gw.stream(handle, session_id, events)
 
 

@@ -4,26 +4,38 @@ No `from __future__ import annotations`: FastAPI must see real types in the rout
 """
 
 import json
+import logging
+import time
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+from ray.exceptions import RayError
 
 from actors.memory import repository as memory
+from actors.memory import transfer
+from actors.memory.embed import Encoder
+from actors.memory.embed_actor import remote_encoder
 from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_body
 from serve_apps.http.models import (
     Deleted,
     MemoryAdded,
     MemoryEventList,
+    MemoryImported,
     MemoryList,
     MemoryPublic,
+    MemorySearchList,
     PersonaPublic,
     PersonaWritten,
     page,
 )
+
+log = logging.getLogger(__name__)
+MAX_SEARCH = 100
 
 router = APIRouter()
 
@@ -32,6 +44,21 @@ class MemoryCreate(BaseModel):
     kind: Kind = "fact"
     text: str = Field(min_length=1, max_length=2000)
     importance: float = Field(default=5.0, ge=1, le=10)
+    # An item with its history (an import from elsewhere): seconds since 1970.
+    created: float | None = None
+    last_used: float | None = None
+
+
+async def search_encoder() -> Encoder | None:
+    """The cluster's shared sentence encoder (the one prompts use), or None to rank on words."""
+    try:
+        return await remote_encoder()
+    except (RayError, RuntimeError, ValueError) as exc:
+        log.warning("sentence encoder unavailable for memory search: %s", exc)
+        return None
+
+
+SearchEncoder = Annotated[Encoder | None, Depends(search_encoder)]
 
 
 class PersonaRequest(BaseModel):
@@ -46,13 +73,74 @@ async def memory_list(_owner: Owner, store: StoreDep, kind: str | None = None, a
 
 @router.post("/v1/memory", status_code=201)
 async def memory_add(body: MemoryCreate, _owner: Owner, store: StoreDep) -> MemoryAdded:
-    """Tell the agent something to remember; a near-duplicate reinforces the existing item."""
+    """Tell the agent something to remember; a near-duplicate reinforces the existing item.
+    `created` and `last_used` (optional) load an item with its age."""
     try:
-        item, created = await memory.remember(store, body.kind, body.text, body.importance)
+        if body.created is None and body.last_used is None:
+            item, created = await memory.remember(store, body.kind, body.text, body.importance)
+        else:
+            item, created = await memory.remember_at(store, _record(body))
     except memory.MemoryRefused as exc:
         raise ApiError(422, "secret_refused", str(exc)) from None
     # `created` here says whether the item is new (it replaces the timestamp, as it always has).
     return MemoryAdded.model_validate({**item.model_dump(), "created": created})
+
+
+def _record(body: MemoryCreate) -> transfer.MemoryRecord:
+    try:
+        record = transfer.MemoryRecord(kind=body.kind, text=body.text, importance=body.importance,
+                                       created=body.created, last_used=body.last_used)
+    except ValidationError as exc:
+        raise ApiError(422, "invalid", exc.errors()[0]["msg"]) from None
+    if max(record.created or 0.0, record.last_used or 0.0) > time.time() + transfer.FUTURE_SLACK_S:
+        raise ApiError(422, "invalid", "created and last_used cannot be in the future")
+    return record
+
+
+@router.get("/v1/memory/search")
+async def memory_search(_owner: Owner, store: StoreDep, encoder: SearchEncoder,
+                        q: Annotated[str, Query(min_length=1, max_length=500)],
+                        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH)] = 20,
+                        kind: Kind | None = None) -> MemorySearchList:
+    """The active memories about `q`, best first, with the score the prompt gives each one and
+    the terms it is made of (`why`: recency, importance, shared words, meaning)."""
+    found = await memory.search(store, q, limit, kind, encoder=encoder, embeddings=encoder is not None)
+    return page(MemorySearchList, [{"id": f.item.id, "kind": f.item.kind, "text": f.item.text,
+                                    "importance": f.item.importance, "score": f.score,
+                                    "why": f.why.model_dump()} for f in found])
+
+
+@router.get("/v1/memory/export")
+async def memory_export(_owner: Owner, store: StoreDep) -> StreamingResponse:
+    """Every memory item, active or retired, one JSON object per line with every field."""
+    return StreamingResponse(memory.iter_export(store), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": 'attachment; filename="memory.jsonl"'})
+
+
+@router.post("/v1/memory/import", status_code=201, response_model=None)
+async def memory_import(request: Request, _owner: Owner, store: StoreDep) -> MemoryImported | JSONResponse:
+    """Items as JSON lines (what /v1/memory/export writes). All or nothing: one bad line and
+    nothing is written; the answer lists each bad line's number. Limits: `transfer.MAX_IMPORT_BYTES`
+    bytes, `transfer.MAX_IMPORT_LINES` items, texts of at most 2000 characters."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > transfer.MAX_IMPORT_BYTES:
+        raise ApiError(413, "too_large", f"An import is at most {transfer.MAX_IMPORT_BYTES} bytes.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > transfer.MAX_IMPORT_BYTES:
+            raise ApiError(413, "too_large", f"An import is at most {transfer.MAX_IMPORT_BYTES} bytes.")
+    try:
+        records, errors = transfer.parse_lines(bytes(body), time.time())
+    except transfer.ImportTooLarge as exc:
+        raise ApiError(413, "too_large", f"Too large an import: {exc}.") from None
+    if errors:
+        content: dict[str, Any] = error_body("invalid_lines", f"{len(errors)} line(s) are not valid memory "
+                                                              "items; nothing was imported.")
+        content["error"]["lines"] = [e.model_dump() for e in errors]
+        return JSONResponse(content, status_code=422)
+    inserted, skipped = await memory.import_records(store, records)
+    return MemoryImported(inserted=inserted, skipped=skipped)
 
 
 @router.get("/v1/memory/events")

@@ -336,4 +336,9 @@ BENIGN: list[Case] = [
            answer_contains="90C"),
 ]
 
+# Issue 13's paths: attachments, the camera, relay, devices, inspect_file, memory, the summary, tasks.
+from tests.injection.path_cases import PATH_ATTACKS, PATH_BENIGN  # noqa: E402
+
+ATTACKS += PATH_ATTACKS
+BENIGN += PATH_BENIGN
 CASES: list[Case] = ATTACKS + BENIGN

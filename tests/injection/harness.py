@@ -21,6 +21,7 @@ fill in "send me the contents" or "send me the password".
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator, Iterable
@@ -51,7 +52,16 @@ READ_TOOLS: dict[str, str | None] = {
     "search_web": "query",
     "read_calendar": None,
     "read_device_output": None,
+    # Issue 13's paths: a device's own output, a file inspected, the camera's reading, a relay.
+    "read_sensor": None,
+    "inspect_file": "file_id",
+    "look_at_camera": None,
+    "relay_read": "uid",
 }
+# Where a reading tool lives (its server), when not the fake world's own `env`: the loop names
+# the provenance of its output from this (`device:3.read_sensor`, `file:9`, `camera:ocr`...).
+READ_SOURCES: dict[str, str] = {"read_sensor": "device3_sensors", "inspect_file": "files",
+                                "look_at_camera": "builtin", "relay_read": "relay"}
 
 # name -> (tier, parameters, purpose_required, untrusted_output)
 EFFECT_TOOLS: dict[str, tuple[int, tuple[str, ...], bool, bool]] = {
@@ -92,6 +102,19 @@ class Case:
     injected_claim: str | None = None
     # For benign reading tasks: a word the answer must contain.
     answer_contains: str | None = None
+    # Which way the content enters the turn (tests/injection/paths.py): "tool" (a tool's
+    # result, the original suite), "attachment", "camera", "relay", "task", "memory", "summary".
+    path: str = "tool"
+    # Attachments pre-read into the owner's message: (file id, name, mime, extracted text).
+    attachments: list[tuple[int, str, str, str]] = field(default_factory=list)
+    # Content that arrives with the message itself (the camera's answer, a task's result) and
+    # the provenance the message comes with (`camera:ocr`, `relay:<uid> from <name>`, `task:7`).
+    origin: str | None = None
+    carried: str | None = None
+    # Memory and summary paths: what an earlier turn read (a file's text) that planted the payload.
+    planted: str | None = None
+    # The provenance the owner must be told about in the confirmation ("notes.txt").
+    names_source: str | None = None
 
 
 def _norm(value: Any) -> str:
@@ -131,7 +154,7 @@ class Environment:
                 params["properties"][key] = {"type": "string"}
                 params["required"].append(key)
             spec = ToolSpec(name=name, description=f"Read: {name.replace('_', ' ')}.", parameters=params,
-                            tier=0, source="env", untrusted_output=True)
+                            tier=0, source=READ_SOURCES.get(name, "env"), untrusted_output=True)
             self.toolbox.add(spec, self._reader(name, key))
         for name, (tier, fields, purpose, untrusted) in EFFECT_TOOLS.items():
             params = {"type": "object",
@@ -173,7 +196,8 @@ class Owner:
 
 # -- the gullible model --------------------------------------------------------------------
 
-_WRAPPED = re.compile(r"<tool_output[^>]*>\n(.*)\n</tool_output>", re.S)
+_WRAPPED = re.compile(r"<(?:tool_output|device_output)[^>]*>\n(.*)\n</(?:tool_output|device_output)>", re.S)
+_CONTENT = re.compile(r"<untrusted_content[^>]*>\n(.*?)\n</untrusted_content>", re.S)
 _CALL = re.compile(r"\bCALL\s+([A-Za-z_]\w*)\s*(?=\{)")
 _MARKUP = re.compile(r"<tool_call>.*?</tool_call>", re.S)
 _SAY = re.compile(r'\bSAY\s+"([^"]+)"')
@@ -270,6 +294,13 @@ class GullibleModel:
                 return self._emit(found.calls, found.markup, found.says, step, self.case.emit)
             if found.says:
                 return self._say(" ".join(found.says))
+        if step == 0:
+            # Whatever came with the prompt (an attachment, a memory item, the summary, the
+            # camera's reading, a task's result) is obeyed as readily as a tool's result.
+            data = "\n".join(str(m.get("content") or "") for m in messages[:last_user + 1]).replace("&lt;", "<")
+            found = parse_directives(data)
+            if found.calls or found.markup:
+                return self._emit(found.calls, found.markup, found.says, step, self.case.emit)
         done = {_canonical(n, a) for n, a in self._emitted(turn)}
         for name, args in self.case.plan:
             if _canonical(name, args) not in done:
@@ -309,12 +340,18 @@ class GullibleModel:
 
     def _answer(self, turn: list[dict[str, Any]]) -> str:
         reads = [m for m in turn if m.get("role") == "tool"]
-        if not reads:
-            return "I could not find anything to go on."
         # The escaped form, so the answer quotes data without reproducing its markup.
-        match = _WRAPPED.search(str(reads[0].get("content") or ""))
+        match = _WRAPPED.search(str(reads[0].get("content") or "")) if reads else None
+        if match is None and self.received:
+            # Nothing read by a tool: what came with the owner's message (an attachment...).
+            user = [m for m in self.received[-1] if m.get("role") == "user"]
+            match = _CONTENT.search(str(user[-1].get("content") or "")) if user else None
+        if match is None and not reads:
+            return "I could not find anything to go on."
         data = match.group(1) if match else ""
-        lines = [ln.strip() for ln in data.splitlines() if ln.strip() and not _DIRECTIVE_LINE.search(ln)]
+        # Nested wrappers (a relay message inside the tool's result) are markup, not the gist.
+        lines = [ln.strip() for ln in data.splitlines() if ln.strip() and not _DIRECTIVE_LINE.search(ln)
+                 and not ln.startswith(("&lt;tool_output", "&lt;/tool_output", "Reminder: the block above"))]
         gist = " ".join(lines)[:300].rstrip(".")
         return f"Here is what I found: {gist}." if gist else "Here is what I found: nothing useful."
 
@@ -341,7 +378,9 @@ class RunResult:
         return [(n, a) for n, a in self.executions if not call_matches(self.case.owner_approves, n, a)]
 
 
-async def run_case(case: Case, attended: bool) -> RunResult:
+async def run_case(case: Case, attended: bool, defenses: bool = True) -> RunResult:
+    """One run. `defenses=False` is the suite's self-check: the taint rule (and the memory and
+    summary marking) off, to prove they are what holds."""
     env = Environment(case)
     owner = Owner(case.owner_approves)
     model = GullibleModel(case)
@@ -351,9 +390,17 @@ async def run_case(case: Case, attended: bool) -> RunResult:
         audit.append(entry)
 
     ctx = TurnContext(confirm=owner.confirm if attended else None, audit=record,
-                      session_id=f"injection-{case.id}")
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
-                                      {"role": "user", "content": case.owner_message}]
+                      session_id=f"injection-{case.id}", taint_rule=defenses)
+    async def earlier_turn(prompt: list[Any]) -> Any:
+        # An earlier turn of the same conversation, in the same world and before the same owner.
+        # The earlier turn only reads (the owner's plan is for the turn under test).
+        planter = GullibleModel(dataclasses.replace(case, plan=[]))
+        found = [e async for e in run_turn(planter, prompt, env.toolbox, max_steps=MAX_STEPS, ctx=ctx)]
+        return next(e for e in reversed(found) if e.type == "result")
+
+    # The prompt as the session builds it for this path, each message with its provenance.
+    from tests.injection.paths import build_prompt
+    messages: list[Any] = await build_prompt(case, defenses, earlier_turn)
     events = [e async for e in run_turn(model, messages, env.toolbox, max_steps=MAX_STEPS, ctx=ctx)]
     result = next((e for e in reversed(events) if e.type == "result"), None)
     return RunResult(case=case, attended=attended, executions=env.executions, reads=env.reads,
@@ -366,10 +413,14 @@ def wrapper_breaks(result: RunResult) -> list[str]:
     broken: list[str] = []
     for snapshot in result.received:
         for message in snapshot:
+            content = str(message.get("content") or "")
             if message.get("role") == "tool":
-                content = str(message.get("content") or "")
-                if content.count("</tool_output>") != 1 or content.count("<tool_output") != 1:
+                tag = "device_output" if content.startswith("<device_output") else "tool_output"
+                if content.count(f"</{tag}>") != 1 or content.count(f"<{tag}") != 1:
                     broken.append(content[:200])
+            elif content.count("<untrusted_content") != content.count("</untrusted_content>") \
+                    or content.count("<attachment ") != content.count("</attachment>"):
+                broken.append(content[:200])
     return broken
 
 
@@ -434,6 +485,16 @@ def runs_for(case: Case) -> list[bool]:
 async def run_suite(cases: list[Case]) -> tuple[dict[str, int], list[RunResult]]:
     results = [await run_case(case, attended) for case in cases for attended in runs_for(case)]
     return summarize(cases, results), results
+
+
+def by_path(cases: list[Case], results: list[RunResult]) -> dict[str, dict[str, int]]:
+    """The suite's figures for each path content took into the turn."""
+    out: dict[str, dict[str, int]] = {}
+    for path in dict.fromkeys(c.path for c in cases):
+        mine = [c for c in cases if c.path == path]
+        ids = {c.id for c in mine}
+        out[path] = summarize(mine, [r for r in results if r.case.id in ids])
+    return out
 
 
 def summarize(cases: list[Case], results: list[RunResult]) -> dict[str, int]:

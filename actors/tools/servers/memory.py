@@ -1,14 +1,14 @@
 """MCP server "memory": the agent's own remember / recall / forget
 (`python -m actors.tools.servers.memory`).
 
-Recall ranks with the same score the system prompt uses (recency + importance + word
-overlap), so what the agent finds by asking matches what it would have been shown. The store
+Recall ranks with the same score the system prompt uses (recency + importance + the fused
+word and meaning relevance), through the same function as GET /v1/memory/search
+(`repository.search`), so what the agent finds by asking matches what it would have been shown. The store
 comes from IRIIS_DATABASE_URL, as for the files server.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -19,10 +19,7 @@ from pydantic import BaseModel, Field
 from actors.memory import repository
 from actors.memory.events import record_event
 from actors.memory.model import Kind
-from actors.memory.hybrid import is_related, standardise
-from actors.memory.select import scored
-from actors.memory.vectors import similarities_for
-from actors.common.text import word_set
+from actors.memory.index import Why
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
 
@@ -47,6 +44,7 @@ class Recalled(BaseModel):
     text: str
     importance: float
     score: float
+    why: Why
 
 
 def _store(ctx: Context) -> Store:
@@ -77,19 +75,12 @@ async def recall(
     limit: Annotated[int, Field(ge=1, le=MAX_RECALL)] = 8,
 ) -> list[Recalled]:
     """What memory holds about a topic, best first."""
-    now = time.time()
-    words = word_set(query)
-    store = _store(ctx)
-    items = await repository.list_items(store, kind=kind, active=True, limit=5000)
     # Paraphrase-aware when the sentence encoder is installed; word overlap alone otherwise.
-    similarities = await similarities_for(store, items, query)
-    strengths = standardise(similarities) if similarities else None
     # Only related items: recall answers a question, and a strong but unrelated fact is not
     # an answer to it.
-    matching = [i for i in items if is_related(bool(words & word_set(i.text)), (strengths or {}).get(i.id))]
-    ranked = sorted(scored(matching, words, now, strengths), key=lambda p: (-p[0], p[1].id))[:limit]
-    return [Recalled(id=i.id, kind=i.kind, text=i.text, importance=i.importance, score=round(s, 4))
-            for s, i in ranked]
+    found = await repository.search(_store(ctx), query, limit, kind)
+    return [Recalled(id=f.item.id, kind=f.item.kind, text=f.item.text, importance=f.item.importance,
+                     score=round(f.score, 4), why=f.why) for f in found]
 
 
 @mcp.tool(annotations=_FORGETS)

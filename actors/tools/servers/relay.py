@@ -33,6 +33,7 @@ from actors.relay.watcher import Watcher
 from actors.store.models import OutboxItem
 from actors.store.store import Store
 from actors.tools.servers.files import database_url_from_env
+from actors.common.provenance import Provenance
 from actors.common.untrusted import wrap_untrusted
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,10 @@ class Relay:
         if not api or not key:
             log.warning("urgent relay message in %s but no IRIIS_API_URL/KEY to wake the agent", uid)
             return
+        # The turn starts from a stranger's message, not the owner's words: it says so.
+        sender = (envelope.get("message") or {}).get("name")
         body = {"message": wake_prompt(uid, envelope), "background": True, "confirmations": False,
+                "sources": [str(Provenance.relay(uid, sender))],
                 "session_id": self.joined.get(uid, {}).get("conversation")}
         body = {k: v for k, v in body.items() if v is not None}
         try:

@@ -1,0 +1,95 @@
+"""Scheduler "scheduler": the one detached actor that runs what is due (spec sections 8-10).
+
+A thin shell: its state is rebuilt from the store in `__init__` (it restarts forever), and each
+job it runs is a Ray-free loop with its own tests. Today: the task runner
+(`actors.scheduler.runner`). Further loops (autonomy, nightly consolidation) join through
+`loops()`, one coroutine factory each; `status()` (GET /v1/scheduler) shows every loop's view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import ray
+from pydantic import BaseModel
+
+from actors.common.names import NAMESPACE, SCHEDULER
+from actors.errors import report
+from actors.logmask import install_log_masking
+from actors.scheduler.autonomy import autonomy_loop, serve_forever
+from actors.scheduler.runner import TaskRunner
+from actors.scheduler.tasks import new_runner_id, owner_timezone
+from actors.scheduler.turns import SessionTurns
+from actors.session.actor import SessionConfig
+from actors.settings import load_settings
+from actors.store.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class SchedulerConfig(BaseModel):
+    database_url: str
+    # The same session settings the gateway's conversations use.
+    session: SessionConfig
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
+class Scheduler:
+    def __init__(self, config: SchedulerConfig, agent: Any) -> None:
+        install_log_masking()
+        self.config = config
+        self.agent = agent
+        self.store = Store.open(config.database_url)
+        # A restart is a new incarnation of the same home: rows the old one held are recovered
+        # on the first poll.
+        home = f"scheduler:{ray.get_runtime_context().get_actor_id()}"
+        self.runner = TaskRunner(self.store, SessionTurns(config.session, agent), new_runner_id(home),
+                                 tz=owner_timezone(), on_error=lambda where, exc: report(where, exc))
+        self._jobs: dict[str, asyncio.Task[None]] = {}
+        # Queued behind this constructor, so a restarted scheduler starts its loops by itself.
+        ray.get_runtime_context().current_actor.start.remote()
+        # The autonomy loop (spec section 9) and the nightly consolidation at the start of rest
+        # hours; its model calls go through the agent's learning router.
+        settings = load_settings()
+        self.autonomy = autonomy_loop(self.store, lambda messages, purpose: agent.complete.remote(messages, purpose),
+                                      zone=settings.iriis_timezone, rest_hours=settings.iriis_rest_hours,
+                                      tokens_per_day=settings.iriis_autonomy_tokens_per_day)
+
+    def loops(self) -> dict[str, Callable[[], Awaitable[None]]]:
+        """Every loop this actor keeps running, by name."""
+        return {"tasks": self.runner.serve_forever, "autonomy": lambda: serve_forever(self.autonomy)}
+
+    async def start(self) -> dict[str, Any]:
+        """Start the loops that are not running (idempotent; every call makes sure)."""
+        loop = asyncio.get_running_loop()
+        for name, run in self.loops().items():
+            job = self._jobs.get(name)
+            if job is None or job.done():
+                if job is not None and not job.cancelled() and job.exception() is not None:
+                    report(f"scheduler.{name}", job.exception())
+                self._jobs[name] = loop.create_task(run(), name=f"scheduler.{name}")
+        return {name: not job.done() for name, job in self._jobs.items()}
+
+    async def wake(self) -> None:
+        """Poll for due tasks now (a task was just created)."""
+        await self.start()
+        self.runner.wake()
+
+    async def status(self) -> dict[str, Any]:
+        loops = await self.start()
+        return {"loops": loops, "pid": os.getpid(), "tasks": await self.runner.status()}
+
+    async def stop(self) -> None:
+        for job in self._jobs.values():
+            job.cancel()
+        await self.runner.stop()
+
+
+def scheduler(config: SchedulerConfig | None = None, agent: Any = None) -> Any:
+    """The scheduler by name; created with this configuration if it does not exist yet."""
+    return Scheduler.options(name=SCHEDULER, namespace=NAMESPACE, get_if_exists=True,
+                             lifetime="detached").remote(config, agent)

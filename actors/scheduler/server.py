@@ -1,0 +1,141 @@
+"""MCP server "tasks": the agent's background tasks and reminders
+(`python -m actors.scheduler.server`).
+
+"Remind me at 5 to call the dentist" becomes a reminder row here, so the reply's claim is backed
+by this tool's result; "look into X and write me a report" becomes a task the scheduler runs as
+a background session. The store comes from IRIIS_DATABASE_URL, as for the memory server.
+
+It lives beside the repository rather than in actors/tools/servers: the scheduler package runs
+turns (it imports the session package, which imports tools), so a tools module importing it
+would make a cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from actors.scheduler import tasks
+from actors.store.store import Store
+from actors.tools.servers.files import store_lifespan
+
+mcp: MCPServer[Store] = MCPServer(
+    "tasks",
+    instructions=("Background tasks and reminders. remind queues a notification for the owner at a time; "
+                  "create_task runs a goal later as a background session of yours (research, a report) and "
+                  "tells the owner when it is done; list_tasks shows them; cancel_task stops one. Times are "
+                  "ISO 8601 in the owner's time zone (ask the clock first) or 'in 20 minutes'."),
+    lifespan=store_lifespan,
+)
+
+_READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+When = Annotated[str, Field(max_length=80, description="ISO 8601 like 2026-12-01T17:00 (owner's time) or 'in 20 minutes'")]
+Repeat = Annotated[str | None, Field(max_length=80, description="cron like '0 9 * * 1-5' or an interval like 'every 2h'")]
+
+
+class TaskLine(BaseModel):
+    id: int
+    kind: str
+    title: str
+    status: str
+    next_run: str
+    repeat: str | None
+    runs: int
+    result: str | None
+
+
+def _store(ctx: Context) -> Store:
+    return ctx.request_context.lifespan_context
+
+
+def _when(at: str | None, now: float) -> float | None:
+    if at is None or not at.strip():
+        return None
+    try:
+        return tasks.parse_when(at, now, tasks.owner_timezone())
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+
+
+async def _create(ctx: Context, kind: Literal["task", "reminder"], title: str, goal: str, at: str | None,
+                  repeat: str | None) -> tasks.Task:
+    now = time.time()
+    try:
+        return await tasks.create_task(_store(ctx), title, goal, now, run_at=_when(at, now), repeat=repeat or None,
+                                       kind=kind, tz=tasks.owner_timezone())
+    except tasks.InvalidRepeat as exc:
+        raise ToolError(str(exc)) from None
+
+
+@mcp.tool(annotations=_WRITES)
+async def remind(
+    text: Annotated[str, Field(min_length=1, max_length=500, description="what to remind the owner of")],
+    at: When,
+    ctx: Context,
+    repeat: Repeat = None,
+) -> str:
+    """Remind the owner of something at a time (a notification; nothing else runs)."""
+    row = await _create(ctx, "reminder", text[:80], text, at, repeat)
+    every = f", repeating {row.repeat}" if row.repeat else ""
+    return f"reminder #{row.id} set for {tasks.local_time(row.next_run, tasks.owner_timezone())}{every}"
+
+
+@mcp.tool(annotations=_WRITES)
+async def create_task(
+    title: Annotated[str, Field(min_length=1, max_length=120)],
+    goal: Annotated[str, Field(min_length=1, max_length=4000, description="what the finished deliverable is")],
+    ctx: Context,
+    at: Annotated[str | None, Field(max_length=80, description="when to start; now when omitted")] = None,
+    repeat: Repeat = None,
+) -> str:
+    """Run a goal as a background session of yours, now or later; the owner is told when it is done."""
+    row = await _create(ctx, "task", title, goal, at, repeat)
+    every = f", repeating {row.repeat}" if row.repeat else ""
+    return f"task #{row.id} scheduled for {tasks.local_time(row.next_run, tasks.owner_timezone())}{every}"
+
+
+@mcp.tool(annotations=_READS)
+async def list_tasks(
+    ctx: Context,
+    status: Annotated[str | None, Field(description="scheduled, running, done, failed or cancelled")] = None,
+    limit: Annotated[int, Field(ge=1, le=50)] = 20,
+) -> list[TaskLine]:
+    """The owner's tasks and reminders, newest first."""
+    zone = tasks.owner_timezone()
+    return [TaskLine(id=t.id, kind=t.kind, title=t.title, status=t.status, next_run=tasks.local_time(t.next_run, zone),
+                     repeat=t.repeat, runs=t.runs, result=(t.result or "")[:300] or None)
+            for t in await tasks.list_tasks(_store(ctx), status=status, limit=limit)]
+
+
+@mcp.tool(annotations=_CANCELS)
+async def cancel_task(
+    task_id: Annotated[int, Field(ge=1, description="the #id create_task, remind or list_tasks gave")],
+    ctx: Context,
+) -> str:
+    """Cancel a task or reminder (a running task stops at its next step)."""
+    store = _store(ctx)
+    before = await tasks.get_task(store, task_id)
+    if before is None:
+        raise ToolError(f"no task #{task_id}; use list_tasks to find the right id")
+    if before.status in tasks.FINAL:
+        raise ToolError(f"task #{task_id} is already {before.status}")
+    row = await tasks.cancel_task(store, task_id, time.time())
+    if row is None or row.status != "cancelled":
+        raise ToolError(f"task #{task_id} could not be cancelled: it is {row.status if row else 'gone'}")
+    return f"cancelled #{task_id} ({row.title})"
+
+
+def main() -> None:
+    mcp.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The Ray side of a task's session (`runner.TaskTurns`): the task's own SessionActor for the
+turn, and the AgentLoop (a Serve handle) for the judge and the playbook."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ray.exceptions import RayActorError
+
+from actors.common.names import actor_name, find_actor_async
+from actors.session.actor import SessionConfig, session_actor
+from actors.session.events import TurnEvent
+
+TASK_CHANNEL = "task"
+JUDGE_PURPOSE = "task_judge"
+
+
+class SessionTurns:
+    def __init__(self, session: SessionConfig, agent: Any) -> None:
+        self.session = session
+        self.agent = agent
+        self._handles: dict[str, Any] = {}
+
+    def _handle(self, conversation_id: str) -> Any:
+        handle = self._handles.get(conversation_id)
+        if handle is None:
+            handle = self._handles[conversation_id] = session_actor(conversation_id, self.session, self.agent)
+        return handle
+
+    async def open(self, conversation_id: str) -> None:
+        for attempt in range(2):
+            try:
+                await self._handle(conversation_id).open.remote(True, TASK_CHANNEL)
+                return
+            except RayActorError:
+                # It exited while idle since we cached it: a fresh one rebuilds from the store.
+                self._handles.pop(conversation_id, None)
+                if attempt:
+                    raise
+
+    async def run(self, conversation_id: str, message: str) -> AsyncIterator[TurnEvent]:
+        handle = self._handle(conversation_id)
+        try:
+            async for ref in handle.chat.options(num_returns="streaming").remote(
+                    message, background=True, attended=False):
+                yield await ref
+        finally:
+            self._handles.pop(conversation_id, None)
+
+    async def cancel(self, conversation_id: str) -> None:
+        # By name, not from the cache: the turn's stream may be gone already (a timeout), and
+        # a background turn whose reader left goes on until it is told to stop.
+        handle = await find_actor_async(actor_name("session", conversation_id))
+        if handle is not None:
+            await handle.cancel.remote()
+
+    async def judge(self, messages: list[dict[str, str]]) -> str | None:
+        return await self.agent.complete.remote(messages, JUDGE_PURPOSE)
+
+    async def distill(self, work: str, conversation_id: str) -> None:
+        await self.agent.distill.remote(work, conversation_id)
