@@ -44,6 +44,8 @@ class FakeTurns:
     def __init__(self, judge: list[str | None] | None = None) -> None:
         self.script: list[Scripted] = []
         self.briefs: list[str] = []
+        # What each session was told about its brief's trust: (sources, work_only).
+        self.trust: list[tuple[list[str], bool]] = []
         self.opened: list[str] = []
         self.cancelled: list[str] = []
         self.distilled: list[str] = []
@@ -54,8 +56,10 @@ class FakeTurns:
     async def open(self, conversation_id: str) -> None:
         self.opened.append(conversation_id)
 
-    async def run(self, conversation_id: str, message: str) -> AsyncIterator[TurnEvent]:
+    async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
+                  work_only: bool = False) -> AsyncIterator[TurnEvent]:
         self.briefs.append(message)
+        self.trust.append((list(sources or []), work_only))
         step = self.script.pop(0)
         stop = self._stop[conversation_id] = asyncio.Event()
         for name, files in step.tools:
@@ -212,6 +216,19 @@ async def test_continue_reschedules_a_minute_later_then_the_brief_says_deliver(d
     done = await tasks.get_task(db, row.id)
     assert (done.status, done.runs, done.result) == ("done", 3, "Tuesday is cheapest.")
     assert [n.kind for n in await db.list_outbox()] == ["task_done"]
+    # The owner's own brief is their words; notes carried from earlier sessions are not.
+    assert turns.trust == [([], False), ([f"task:{row.id}"], False), ([f"task:{row.id}"], False)]
+
+
+async def test_a_task_the_autonomy_loop_made_runs_tainted_with_the_work_tools_only(db: Store) -> None:
+    from actors.scheduler.autonomy_actions import AUTONOMY_TASKS_KV
+
+    clock, turns = Clock(), FakeTurns()
+    row = await tasks.create_task(db, "Read up", "Read about sourdough starters", NOW)
+    await db.set_kv(AUTONOMY_TASKS_KV, [row.id])
+    turns.script = [Scripted("Starters need feeding daily.\nSTATUS: done")]
+    await run_due(runner(db, turns, clock))
+    assert turns.trust == [([f"task:{row.id}"], True)]
 
 
 async def test_six_sessions_then_failed_with_the_notes_kept(db: Store) -> None:
@@ -358,7 +375,8 @@ class LoopTurns(FakeTurns):
         super().__init__()
         self.stream, self.provider = stream, provider
 
-    async def run(self, conversation_id: str, message: str) -> AsyncIterator[TurnEvent]:
+    async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
+                  work_only: bool = False) -> AsyncIterator[TurnEvent]:
         from actors.session.events import TurnResult
         from actors.session.loop import MAX_BACKGROUND_STEPS, run_turn
         from actors.tools.builtin import builtin_toolbox

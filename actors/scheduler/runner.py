@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors.scheduler import protocol, tasks
+from actors.scheduler.autonomy_actions import is_autonomy_task
 from actors.scheduler.tasks import Task
 from actors.session.events import Done, ToolActivity, TurnError, TurnEvent
 from actors.store.models import OutboxItem
@@ -43,8 +44,10 @@ class TaskTurns(Protocol):
     async def open(self, conversation_id: str) -> None:
         """Make sure the task's conversation (channel "task") exists."""
 
-    def run(self, conversation_id: str, message: str) -> AsyncIterator[TurnEvent]:
-        """One unattended background turn's events."""
+    def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
+            work_only: bool = False) -> AsyncIterator[TurnEvent]:
+        """One unattended background turn's events. `sources` names what the brief carries
+        that is not the owner's words; `work_only` offers the owner-only work tools alone."""
 
     async def cancel(self, conversation_id: str) -> None:
         """Stop that conversation's running turn."""
@@ -215,7 +218,8 @@ class TaskRunner:
         watcher = asyncio.get_running_loop().create_task(self._watch(task, out))
         try:
             async with asyncio.timeout(self.settings.timeout):
-                async for event in self.turns.run(cid, protocol.brief(task, task.runs)):
+                sources, work_only = await self._trust(task)
+                async for event in self.turns.run(cid, protocol.brief(task, task.runs), sources, work_only):
                     if isinstance(event, ToolActivity):
                         if event.status == "start":
                             # A step is about to act: stop here if the owner cancelled meanwhile.
@@ -237,6 +241,15 @@ class TaskRunner:
         finally:
             watcher.cancel()
         return out
+
+    async def _trust(self, task: Task) -> tuple[list[str], bool]:
+        """A brief the autonomy loop wrote is not the owner's words, and neither are notes
+        carried from earlier sessions (written after reading whatever those sessions read):
+        either taints the turn (`task:<id>`), so no action runs unattended. The loop's own
+        tasks also get only the owner-only work tools."""
+        work_only = await is_autonomy_task(self.store, task.id)
+        carried = task.runs > 0 and bool(task.notes.strip())
+        return ([f"task:{task.id}"] if work_only or carried else []), work_only
 
     async def _watch(self, task: Task, out: Session) -> None:
         """Between steps too: a cancelled row stops its turn within `cancel_check` seconds."""

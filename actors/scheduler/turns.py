@@ -39,11 +39,12 @@ class SessionTurns:
                 if attempt:
                     raise
 
-    async def run(self, conversation_id: str, message: str) -> AsyncIterator[TurnEvent]:
+    async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
+                  work_only: bool = False) -> AsyncIterator[TurnEvent]:
         handle = self._handle(conversation_id)
         try:
             async for ref in handle.chat.options(num_returns="streaming").remote(
-                    message, background=True, attended=False):
+                    message, background=True, attended=False, sources=sources, work_only=work_only):
                 yield await ref
         finally:
             self._handles.pop(conversation_id, None)

@@ -150,7 +150,7 @@ class SessionActor:
     # -- turns ----------------------------------------------------------------------------
 
     async def chat(self, message: str, background: bool = False, attended: bool = True,
-                   sources: list[str] | None = None) -> AsyncIterator[TurnEvent]:
+                   sources: list[str] | None = None, work_only: bool = False) -> AsyncIterator[TurnEvent]:
         """Stream a turn's typed events. The first one (`TurnStarted`) names the turn.
 
         `sources` names what the message came from when it is not the owner's words
@@ -160,7 +160,7 @@ class SessionActor:
         turn = self.desk.open(background)
         # A fresh context: the turn must not inherit the caller's request context, or Ray
         # cancels it (and the AgentLoop call under it) when that caller goes away.
-        asyncio.get_running_loop().create_task(self._run(turn, message, attended, sources), context=contextvars.Context())
+        asyncio.get_running_loop().create_task(self._run(turn, message, attended, sources, work_only), context=contextvars.Context())
         async for event in self.desk.follow(turn):
             yield event
 
@@ -194,10 +194,11 @@ class SessionActor:
         except SessionRefusal as exc:
             return exc.info()
 
-    async def _run(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None) -> None:
+    async def _run(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None,
+                   work_only: bool = False) -> None:
         self.idle.touch()
         await turns.conduct(self.desk, self.core, self.confirmations, turn,
-                            lambda: self._turn(turn, message, attended, sources), self._turn_failed)
+                            lambda: self._turn(turn, message, attended, sources, work_only), self._turn_failed)
         self.idle.touch()
         await self._after_turn(turn)
 
@@ -205,10 +206,12 @@ class SessionActor:
         log.exception("turn failed in session %s", self.core.session_id)
         report("session.turn", exc, request={"session": self.core.session_id})
 
-    async def _turn(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None) -> None:
+    async def _turn(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None,
+                    work_only: bool = False) -> None:
         self.core.add("user", message, meta={"sources": sources} if sources else None)
         request, person = await turns.prepare(self.store, self.core, turn, message, attended, self._encoder,
-                                              session=ray.get_runtime_context().current_actor, sources=sources)
+                                              session=ray.get_runtime_context().current_actor, sources=sources,
+                                              work_only=work_only)
         # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
         async with aclosing(self._agent_events(request)) as events:
             await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID)

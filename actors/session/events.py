@@ -257,3 +257,6 @@ class TurnRequest(BaseModel):
     max_steps: int = MAX_CHAT_STEPS
     # Read once by the session actor; None makes the AgentLoop look it up.
     scope: TurnScope | None = None
+    # Background work the owner did not ask for in their own words (the autonomy loop's
+    # tasks): only the owner-only work tools are offered (actors/scheduler/owner_tools.py).
+    work_only: bool = False

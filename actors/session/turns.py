@@ -111,7 +111,7 @@ class TurnDesk:
 
 async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, attended: bool,
                   encoder: Callable[[], Awaitable[Any]], session: Any = None,
-                  sources: list[str] | None = None) -> tuple[TurnRequest, int]:
+                  sources: list[str] | None = None, work_only: bool = False) -> tuple[TurnRequest, int]:
     """The AgentLoop's request for this turn, and whose turn it is. The user's message is
     already in `core`'s history; `session` is the handle the AgentLoop asks confirmations of.
 
@@ -139,7 +139,7 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
         messages=messages, session_id=core.session_id, turn_id=turn.turn_id, session=session, attended=attended,
         max_steps=MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
         # Whose turn it is, read once here: the AgentLoop offers that person's device tools.
-        scope=TurnScope(person=person, device=device))
+        scope=TurnScope(person=person, device=device), work_only=work_only)
     return request, person
 
 

@@ -33,6 +33,7 @@ from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
 from actors.store.models import AuditEntry
 from actors.store.store import Store
+from actors.scheduler.owner_tools import OwnerOnlyTools
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.config import McpConfig
 from actors.tools.hub import tool_hub
@@ -95,16 +96,24 @@ class AgentLoop:
     async def _hub_call(self, name: str, arguments: dict[str, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self.hub.call.remote(name, arguments, scope=scope)
 
-    async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None):
+    async def _listing(self, person: int | None) -> tuple[dict[str, Any], dict[str, list[str]]]:
         now = time.monotonic()
-        person = (scope or {}).get("person")
         listing = self._listings.get(person)
         if listing is None or now - listing[1] > LISTING_TTL:
             # A server that went down leaves the offer within LISTING_TTL; a call to it meanwhile
             # gets the hub's "unavailable" answer, so a stale list is safe. Per person: device
             # tools are offered only in their own person's turns.
             listing = self._listings[person] = (await self.hub.listing.remote(person), now)
-        specs, keywords = listing[0]
+        return listing[0]
+
+    async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None,
+                            work_only: bool = False):
+        if work_only:
+            # Work the owner did not ask for in their own words: the owner-only work tools
+            # alone, from the listing with no person (so no device's tools either).
+            specs, _keywords = await self._listing(None)
+            return OwnerOnlyTools(self.toolbox, self._hub_call).toolbox(specs)
+        specs, keywords = await self._listing((scope or {}).get("person"))
         return self.tools.build(messages, specs, keywords, scope)
 
     def _model(self, person_waiting: bool):
@@ -148,7 +157,7 @@ class AgentLoop:
         try:
             scope = (request.scope.model_dump() if request.scope
                      else await turn_scope(self.store, request.session_id))
-            toolbox = await self._turn_toolbox(messages, scope)
+            toolbox = await self._turn_toolbox(messages, scope, request.work_only)
             async for event in run_turn(self._model(True), messages, toolbox, request.max_steps,
                                         private_device_audit(self._context(request, sources), toolbox)):
                 yield event
