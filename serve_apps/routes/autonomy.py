@@ -5,10 +5,13 @@ kv record), so it answers without asking the scheduler.
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
 
+from functools import lru_cache
+
 from fastapi import APIRouter
 from pydantic import BaseModel
 
 from actors.scheduler.autonomy_state import KvState
+from actors.settings import load_settings
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.models import Page, page
 
@@ -40,11 +43,17 @@ class AutonomyView(Page[AutonomyDecisionPublic]):
     consolidated_night: str
 
 
+@lru_cache(maxsize=1)
+def configured_budget() -> int:
+    """The daily budget in force (`IRIIS_AUTONOMY_TOKENS_PER_DAY`), shown before the first wake."""
+    return load_settings().iriis_autonomy_tokens_per_day
+
+
 @router.get("/v1/autonomy")
 async def autonomy(_owner: Owner, store: StoreDep, limit: int = 20) -> AutonomyView:
     state = await KvState(store).load()
     today = state.day
     decisions = list(reversed(state.decisions))[:max(1, min(limit, 40))]
     return page(AutonomyView, decisions, day=today, tokens_today=state.spent, tokens_by_purpose=state.spent_by,
-                budget=state.budget, next_wake=state.next_wake,
+                budget=state.budget or configured_budget(), next_wake=state.next_wake,
                 plan=state.plan if state.plan_day == today else "", consolidated_night=state.consolidated_night)
