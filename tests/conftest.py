@@ -140,3 +140,12 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
                    check=True, capture_output=True, text=True, timeout=60)
     yield proc
     proc.stop()
+
+
+@pytest.fixture
+def client(server, model):
+    """An HTTP client on the real server that sends the owner key (a module may override it)."""
+    import httpx
+
+    with httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": f"Bearer {OWNER_KEY}"}) as c:
+        yield c

@@ -163,12 +163,6 @@ def quiet_agent(model) -> None:
 
 
 @pytest.fixture
-def client(server, model) -> httpx.Client:
-    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as c:
-        yield c
-
-
-@pytest.fixture
 def procedure(client) -> int:
     resp = client.post("/v1/procedures", json=PRESSURE)
     assert resp.status_code == 201

@@ -22,12 +22,6 @@ pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}
 
 
-@pytest.fixture
-def client(server, model) -> httpx.Client:
-    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as c:
-        yield c
-
-
 class Learner:
     """Answers the server's learning calls by what they ask for."""
 

@@ -19,12 +19,6 @@ PAYLOAD = (b"Meeting notes: budget approved, hiring paused.\n"
 INJECTED = "Your account is closed: log in at https://attacker.example"
 
 
-@pytest.fixture
-def client(server, model) -> httpx.Client:
-    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as c:
-        yield c
-
-
 def _upload(client: httpx.Client) -> dict:
     resp = client.post("/v1/files", files={"file": ("notes.txt", PAYLOAD, "text/plain")})
     assert resp.status_code == 201, resp.text

@@ -18,12 +18,6 @@ pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}
 
 
-@pytest.fixture
-def client(server, model) -> httpx.Client:
-    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as c:
-        yield c
-
-
 class TaskModel:
     """Answers task briefs by their title; everything else gets the default reply."""
 

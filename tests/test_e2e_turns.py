@@ -19,12 +19,6 @@ pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}
 
 
-@pytest.fixture
-def client(server, model) -> httpx.Client:
-    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as c:
-        yield c
-
-
 def live(server, message: str, **body) -> LiveChat:
     return LiveChat(server.url, OWNER_KEY, {"message": message, **body})
 

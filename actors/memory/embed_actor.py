@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from actors.common.names import NAMESPACE
+from actors.common.names import EMBEDDER, NAMESPACE
 from actors.memory.embed import Embedder, load_embedder
 
 
@@ -52,7 +52,8 @@ class RemoteEncoder:
 
 
 async def remote_encoder() -> RemoteEncoder | None:
-    handle = EmbedderActor.options(name="embedder", namespace=NAMESPACE, get_if_exists=True,
-                                   lifetime="detached").remote()
+    # `get_if_exists` is a blocking GCS lookup: kept off the event loop.
+    handle = await asyncio.to_thread(lambda: EmbedderActor.options(
+        name=EMBEDDER, namespace=NAMESPACE, get_if_exists=True, lifetime="detached").remote())
     info = await handle.info.remote()
     return RemoteEncoder(handle, info["model_id"], info["dim"]) if info else None

@@ -36,7 +36,7 @@ def parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-def _classify(status: int, body: str, retry_after: float | None) -> ProviderError:
+def classify_status(status: int, body: str, retry_after: float | None) -> ProviderError:
     snippet = body[:300]
     lowered = snippet.lower()
     if status == 429:
@@ -113,7 +113,7 @@ class OpenAICompatProvider:
         except httpx.HTTPError as exc:
             raise ProviderError("network", f"model discovery failed: {type(exc).__name__}") from None
         if resp.status_code != 200:
-            raise _classify(resp.status_code, resp.text, None)
+            raise classify_status(resp.status_code, resp.text, None)
         data = resp.json().get("data", [])
         return [m["id"] for m in data if isinstance(m, dict) and "id" in m]
 
@@ -145,7 +145,7 @@ class OpenAICompatProvider:
             ) as resp:
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
-                    raise _classify(resp.status_code, text, parse_retry_after(resp.headers.get("retry-after")))
+                    raise classify_status(resp.status_code, text, parse_retry_after(resp.headers.get("retry-after")))
                 async for line in resp.aiter_lines():
                     if not line.startswith("data:"):
                         continue

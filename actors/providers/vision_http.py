@@ -20,7 +20,7 @@ import httpx
 from pydantic import TypeAdapter, ValidationError
 
 from actors.providers.failover import LocalRouter, RouterClient
-from actors.providers.openai_compat import _classify, parse_retry_after
+from actors.providers.openai_compat import classify_status, parse_retry_after
 from actors.providers.router_state import RouteEntry, RouterState
 from actors.providers.types import ProviderError
 from actors.settings import Kind, ProviderConfig
@@ -84,7 +84,7 @@ async def provider_post(
     except httpx.HTTPError as exc:
         raise ProviderError("network", f"{provider.name} could not be reached ({type(exc).__name__})") from None
     if resp.status_code >= 400:
-        kind = _classify(resp.status_code, resp.text, None)
+        kind = classify_status(resp.status_code, resp.text, None)
         raise ProviderError(kind.kind, f"{provider.name} answered HTTP {resp.status_code}", resp.status_code,
                             parse_retry_after(resp.headers.get("retry-after")))
     try:

@@ -20,6 +20,7 @@ from actors.camera.actor import CameraConfig
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.store.store import Store
+from actors.memory.embed_actor import remote_encoder
 from serve_apps.http.auth import key_matches, presented_key
 from serve_apps.http.errors import ApiError
 
@@ -55,6 +56,14 @@ class GatewayContext:
         self.web_dir = Path(config.web_dir)
         self._open_session = open_session
         self._stream_turn = stream_turn
+        self._encoder: Any = None
+
+    async def encoder(self) -> Any:
+        """The cluster's shared sentence encoder, looked up once per replica (the actor
+        restarts behind the same handle); raises what the lookup raises."""
+        if self._encoder is None:
+            self._encoder = await remote_encoder()
+        return self._encoder
 
     def owner_key(self, key: str | None) -> bool:
         """Whether `key` is one of the owner keys."""

@@ -16,7 +16,6 @@ from ray.exceptions import RayError
 from actors.memory import repository as memory
 from actors.memory import transfer
 from actors.memory.embed import Encoder
-from actors.memory.embed_actor import remote_encoder
 from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
@@ -49,10 +48,10 @@ class MemoryCreate(BaseModel):
     last_used: float | None = None
 
 
-async def search_encoder() -> Encoder | None:
+async def search_encoder(gw: GatewayDep) -> Encoder | None:
     """The cluster's shared sentence encoder (the one prompts use), or None to rank on words."""
     try:
-        return await remote_encoder()
+        return await gw.encoder()
     except (RayError, RuntimeError, ValueError) as exc:
         log.warning("sentence encoder unavailable for memory search: %s", exc)
         return None
