@@ -49,6 +49,11 @@ from serve_apps.routes.files import router as files_router
 from serve_apps.routes.memory import router as memory_router
 from serve_apps.routes.people import router as people_router
 from serve_apps.routes.tasks import router as tasks_router
+from serve_apps.routes.push import router as push_router
+from serve_apps.routes.calls import router as calls_router
+from serve_apps.routes.telegram import router as telegram_router
+from serve_apps.routes.voice import router as voice_router
+from serve_apps.routes.web import router as web_router
 from serve_apps.sockets.camera import router as camera_router
 from serve_apps.sockets.devices import router as device_socket_router
 
@@ -58,7 +63,8 @@ log = logging.getLogger(__name__)
 
 for _router in (memory_router, camera_router, people_router, devices_router, device_socket_router,
                 events_router, auth_router, chat_router, confirmations_router, files_router, admin_router,
-                tasks_router, autonomy_router):
+                tasks_router, autonomy_router, push_router, calls_router, telegram_router, voice_router,
+                web_router):
     app.include_router(_router)
 
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.
