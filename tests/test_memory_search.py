@@ -83,6 +83,28 @@ def test_a_word_match_that_also_means_it_beats_a_newer_item_sharing_no_word() ->
     assert scores.top(None, None) == [0, 1]
 
 
+def test_a_stray_shared_word_does_not_lift_a_distractor_over_a_paraphrase() -> None:
+    # Nothing in memory shares most of the query's words: a paraphrase. The distractor shares
+    # one stray word ("live") and is about as close in meaning; the target is closer.
+    query = words("Where does my sibling live these days?")
+    target = _item(1, "person", "The owner's sister Ana moved to Lisbon in March", importance=5, age_hours=100)
+    distractor = _item(2, "fact", "Live music on Fridays at the corner pub", importance=5, age_hours=100)
+    assert hybrid.relevance(target, query) == 0.0 and 0.0 < hybrid.relevance(distractor, query) < 0.5
+    assert hybrid.lexical_weight(hybrid.relevance(distractor, query)) == 0.0
+    scores = MemoryIndex([target, distractor]).score(query, NOW, {1: 3.9, 2: 3.7})
+    assert scores.top(None, None) == [0, 1]
+    assert scores.why(1).words == 0.0 and scores.why(1).shared_words == sorted(query & word_set(distractor.text))
+    # A plain sum (every shared word counted in full) would have put the distractor first.
+    assert hybrid.fused_score(distractor, query, NOW, 3.7) > hybrid.fused_score(target, query, NOW, 3.9)
+
+
+def test_the_words_count_in_full_when_the_best_match_covers_the_query() -> None:
+    assert hybrid.lexical_weight(1.0) == 1.0
+    assert hybrid.lexical_weight(hybrid.LEXICAL_FLOOR) == 0.0
+    assert hybrid.lexical_weight(0.75) == pytest.approx(0.5)
+    assert hybrid.lexical_weight(0.1) == 0.0
+
+
 def test_fused_relevance_is_the_lexical_term_plus_the_weighted_semantic_one() -> None:
     assert hybrid.fused_relevance(0.7, None) == 0.7
     assert hybrid.fused_relevance(0.7, hybrid.FUSION_FLOOR) == 0.7
@@ -109,10 +131,12 @@ def test_index_scores_are_the_fused_score_functions() -> None:
     index = MemoryIndex(items)
     lexical_only = index.score(query, NOW)
     fused = index.score(query, NOW, strengths)
+    weight = hybrid.lexical_weight(max(hybrid.relevance(i, query) for i in items if i.id in strengths))
+    assert 0.0 < weight <= 1.0
     for row, item in enumerate(items):
         assert lexical_only.total[row] == pytest.approx(score(item, query, NOW), abs=1e-12)
-        assert fused.total[row] == pytest.approx(hybrid.fused_score(item, query, NOW, strengths.get(item.id)),
-                                                 abs=1e-12)
+        assert fused.total[row] == pytest.approx(
+            hybrid.fused_score(item, query, NOW, strengths.get(item.id), weight), abs=1e-12)
         why = fused.why(row)
         assert why.recency + why.importance + why.words + why.meaning == pytest.approx(fused.total[row], abs=1e-9)
         assert why.shared_words == sorted(query & word_set(item.text))
@@ -209,6 +233,9 @@ class _Gateway:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+
+    async def refresh_keys(self, force: bool = False) -> None:
+        """The memory routes' owner check reloads stored keys first; this fake has one fixed key."""
 
     def owner(self, connection: object) -> None:
         if connection.headers.get("authorization") != f"Bearer {KEY}":  # type: ignore[attr-defined]

@@ -46,9 +46,10 @@ async def test_sign_in_with_the_key_form_and_see_a_streamed_reply(page, server, 
         "() => { const b = document.querySelector('.msg.assistant');"
         " return b && b.querySelectorAll('.sentence').length >= 1 && b.dataset.done !== 'true'; }")
     await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
-    sentences = await page.locator(".msg.assistant .sentence").all_text_contents()
-    assert sentences == ["Hello from the model.", "This arrives in pieces.", "The end is here."]
-    assert await page.locator(".msg.user").all_text_contents() == ["Say hello"]
+    # Once done, the streamed sentences give way to the whole reply drawn as markdown.
+    assert (await page.locator(".msg.assistant .md").text_content()).strip() == (
+        "Hello from the model. This arrives in pieces. The end is here.")
+    assert await page.locator(".msg.user .plain").all_text_contents() == ["Say hello"]
 
     # The cookie is HTTP-only: the page's script cannot read the key.
     assert OWNER_KEY not in await page.evaluate("document.cookie")

@@ -25,6 +25,9 @@ class _Gateway:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    async def refresh_keys(self, force: bool = False) -> None:
+        """One fixed key here: nothing stored to reload."""
+
     def owner(self, connection: HTTPConnection) -> None:
         if connection.headers.get("authorization") != f"Bearer {KEY}":
             raise ApiError(401, "unauthorized", "Send the owner key.")

@@ -25,7 +25,7 @@ async def test_remind_create_list_cancel(tmp_path: Path) -> None:
     try:
         async with Client(params, read_timeout_seconds=60) as server:
             listed = {t.name: t for t in (await server.list_tools()).tools}
-            assert set(listed) == {"remind", "create_task", "list_tasks", "cancel_task"}
+            assert set(listed) == {"remind", "create_task", "schedule_call", "list_tasks", "cancel_task"}
             assert listed["list_tasks"].annotations.read_only_hint is True
 
             reminded = await server.call_tool("remind", {"text": "call the dentist", "at": "2027-01-15T17:00"})

@@ -1,403 +1,231 @@
-"use strict";
-(() => {
-  const SESSION_KEY = "iriis.session";
-  const LOST = "Connection lost — try again";
-  const $ = (id) => document.getElementById(id);
-  const ui = {
-    auth: $("auth"), keyForm: $("key-form"), keyInput: $("key-input"), authError: $("auth-error"),
-    transcript: $("transcript"), chatForm: $("chat-form"), message: $("message"),
-    send: $("send"), stop: $("stop"), newChat: $("new-chat"), status: $("status"),
-  };
-  let busy = false;
-  let controller = null;
+// The app's entry: sign-in (owner key by form, by the #key= link, or a person's email and
+// password), the page router (#/chat, #/memory, ...), the service worker, and the ringing
+// screen for calls. Every page lives in its own module under js/.
 
-  // ---- small helpers ----
-  const store = {
-    get() { try { return localStorage.getItem(SESSION_KEY); } catch { return null; } },
-    set(id) { try { if (id) localStorage.setItem(SESSION_KEY, id); } catch { /* ignore */ } },
-    clear() { try { localStorage.removeItem(SESSION_KEY); } catch { /* ignore */ } },
-  };
+import { LOST, api, auth, request, setStatus } from "./js/api.js";
+import { Chat, current } from "./js/chat.js";
+import { Composer, voiceAvailable } from "./js/composer.js";
+import { Conversations } from "./js/conversations.js";
+import { drawWelcome } from "./js/welcome.js";
+import { Ringing } from "./js/calls.js";
 
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text != null) node.textContent = String(text);
-    return node;
-  }
+const $ = (id) => document.getElementById(id);
+const PAGES = {
+  camera: () => import("./js/camera.js"),
+  memory: () => import("./js/memory.js"),
+  devices: () => import("./js/devices.js"),
+  tasks: () => import("./js/tasks.js"),
+  calls: () => import("./js/calls.js"),
+  errors: () => import("./js/errors.js"),
+  settings: () => import("./js/settings.js"),
+};
+const mounted = new Map();
+const ringing = new Ringing($("ringing"), async (answer) => {
+  location.hash = "#/chat";
+  if (answer.conversation_id) await chat.load(answer.conversation_id);
+  if (answer.opening) setStatus("Call: " + answer.opening);
+  else if (answer.turn) await chat.send(answer.turn);
+  conversations.refresh(current.get());
+});
 
-  function scrollDown() { ui.transcript.scrollTop = ui.transcript.scrollHeight; }
-
-  function addBubble(kind, text) {
-    const bubble = el("div", "msg " + kind, text);
-    ui.transcript.append(bubble);
-    scrollDown();
-    return bubble;
-  }
-
-  const addError = (message) => addBubble("error", message || "Something went wrong.");
-
-  function setStatus(text) {
-    ui.status.textContent = text || "";
-    ui.status.hidden = !text;
-  }
-
-  function setBusy(value) {
-    busy = value;
-    ui.send.disabled = value;
-    ui.stop.hidden = !value;
-    ui.chatForm.setAttribute("aria-busy", String(value));
-  }
-
-  async function errorMessage(res) {
-    try {
-      const body = await res.json();
-      if (body && body.error && body.error.message) return String(body.error.message);
-    } catch { /* not JSON */ }
-    return `Request failed (${res.status})`;
-  }
-
-  const request = (url, opts = {}) => fetch(url, { credentials: "same-origin", ...opts });
-
-  // ---- auth ----
-  function showSignIn(show) {
-    ui.auth.hidden = !show;
-    ui.transcript.hidden = show;
-    ui.chatForm.hidden = show;
-    ui.newChat.hidden = show;
-    if (show) ui.keyInput.focus();
-  }
-
-  async function signIn(key) {
-    ui.authError.textContent = "";
-    let res;
-    try {
-      res = await request("/v1/auth/cookie", { method: "POST", headers: { Authorization: "Bearer " + key } });
-    } catch {
-      setStatus(LOST);
-      return false;
+const welcome = $("welcome");
+const chat = new Chat({
+  transcript: $("transcript"),
+  onBusy: (busy) => composer.setBusy(busy),
+  onSession: (id, done) => { conversations.mark(id); if (done) conversations.refresh(id); },
+  onSignedOut: () => showSignIn(true),
+  onEmpty: (empty) => {
+    welcome.hidden = !empty;
+    $("transcript").hidden = empty && !$("transcript").children.length;
+    if (empty && welcome.dataset.drawn !== "1") {
+      welcome.dataset.drawn = "1";
+      drawWelcome(welcome, (text) => { $("message").value = text; composer.submit(); });
     }
-    setStatus("");
-    if (res.ok) return true;
-    ui.authError.textContent = res.status === 401 ? "That key was not accepted." : await errorMessage(res);
+  },
+});
+const composer = new Composer({
+  form: $("chat-form"), input: $("message"), send: $("send"), stop: $("stop"), attach: $("attach"),
+  fileInput: $("file-input"), counter: $("counter"), tray: $("tray"), talk: $("talk"),
+  dropZone: $("drop-zone"), onSend: (text) => chat.send(text), onStop: () => chat.stop(),
+});
+const conversations = new Conversations({
+  list: $("conversations"),
+  onOpen: (id) => { closeMenu(); location.hash = "#/chat"; chat.load(id); },
+  onDeleted: () => newChat(),
+});
+
+function newChat() {
+  current.clear();
+  chat.clear();
+  conversations.mark(null);
+  setStatus("");
+  closeMenu();
+  if (location.hash && !location.hash.startsWith("#/chat")) location.hash = "#/chat";
+  $("message").focus();
+}
+$("new-chat").addEventListener("click", newChat);
+$("sidebar-new").addEventListener("click", newChat);
+
+function closeMenu() { document.body.classList.remove("menu-open"); $("menu").setAttribute("aria-expanded", "false"); }
+$("menu").addEventListener("click", () => {
+  const open = document.body.classList.toggle("menu-open");
+  $("menu").setAttribute("aria-expanded", String(open));
+});
+
+// ---- signing in ----
+function showSignIn(show) {
+  $("auth").hidden = !show;
+  $("app").hidden = show;
+  $("nav").hidden = show;
+  $("new-chat").hidden = show;
+  $("menu").hidden = show;
+  for (const id of ["transcript", "chat-form"]) $(id).hidden = show;
+  if (show) $("key-input").focus();
+}
+
+async function signIn(key) {
+  $("auth-error").textContent = "";
+  let res;
+  try {
+    res = await request("/v1/auth/cookie", { method: "POST", headers: { Authorization: "Bearer " + key } });
+  } catch {
+    setStatus(LOST);
     return false;
   }
+  setStatus("");
+  if (res.ok) { auth.setToken(null); auth.role = "owner"; return true; }
+  $("auth-error").textContent = res.status === 401 ? "That key was not accepted." : `Sign-in failed (${res.status})`;
+  return false;
+}
 
-  async function signedIn() {
-    showSignIn(false);
-    await loadHistory();
-    ui.message.focus();
-  }
-
-  ui.keyForm.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const key = ui.keyInput.value.trim();
-    if (!key) return;
-    if (await signIn(key)) {
-      ui.keyInput.value = "";
-      await signedIn();
+async function signedIn() {
+  showSignIn(false);
+  // Pages only the owner may use are hidden from other people.
+  for (const a of document.querySelectorAll("#nav a[data-owner]")) a.hidden = auth.role !== "owner";
+  document.body.dataset.role = auth.role;
+  if (auth.role === "owner") {
+    $("sidebar").hidden = false;
+    await Promise.all([chat.load(current.get()), conversations.refresh(current.get())]);
+    voiceAvailable().then((yes) => { $("talk").hidden = !yes; });
+    ringing.start();
+    // A call link (<app>/?call=ID, from a notification): answer it, or call back if it stopped.
+    const callId = new URLSearchParams(location.search).get("call");
+    if (callId) {
+      history.replaceState(null, "", location.pathname + location.hash);
+      ringing.answered(Number(callId));
     }
-  });
+  } else {
+    $("sidebar").hidden = true;
+    $("chat-form").hidden = true;
+    $("transcript").hidden = false;
+    $("transcript").replaceChildren();
+    welcome.hidden = false;
+    welcome.textContent = `Signed in as ${auth.person && auth.person.email || "a person"}. Chat from your paired devices; here you can pair them and see your calls.`;
+  }
+  route();
+}
 
-  // ---- history ----
-  async function loadHistory() {
-    const id = store.get();
-    if (!id) return;
-    let res;
+$("key-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const key = $("key-input").value.trim();
+  if (!key) return;
+  if (await signIn(key)) {
+    $("key-input").value = "";
+    await signedIn();
+  }
+});
+
+$("login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    const body = await api("/v1/auth/login", {
+      method: "POST", body: { email: $("login-email").value.trim(), password: $("login-password").value },
+    });
+    auth.setToken(body.token);
+    auth.role = body.person.role || "member";
+    auth.person = body.person;
+    $("login-password").value = "";
+    await signedIn();
+  } catch (err) {
+    $("login-error").textContent = err.message;
+  }
+});
+
+// The #key= link (also when opened in a tab that is already open: hashchange).
+async function keyFromHash() {
+  const match = /^#key=(.*)$/.exec(location.hash);
+  if (!match) return false;
+  history.replaceState(null, "", location.pathname + location.search);
+  let key = match[1];
+  try { key = decodeURIComponent(key); } catch { /* use raw */ }
+  if (key && (await signIn(key))) await signedIn();
+  else showSignIn(true);
+  return true;
+}
+
+// ---- pages ----
+async function route() {
+  if (!$("auth").hidden) return;
+  let name = (/^#\/(\w+)/.exec(location.hash) || [])[1] || "chat";
+  if (!(name in PAGES) && name !== "chat") name = "chat";
+  if (auth.role !== "owner" && ["memory", "tasks", "calls", "errors"].includes(name)) name = "chat";
+  for (const section of document.querySelectorAll(".page")) section.hidden = section.dataset.page !== name;
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
+  $("new-chat").hidden = name !== "chat" || auth.role !== "owner";
+  $("menu").hidden = name !== "chat" || auth.role !== "owner";
+  document.body.dataset.page = name;
+  if (name === "chat") return;
+  const section = $("page-" + name);
+  try {
+    const mod = await PAGES[name]();
+    if (!mounted.has(name)) mounted.set(name, mod.mount(section, { ringing, route }));
+    await mounted.get(name).refresh?.();
+  } catch (err) {
+    section.textContent = "This page could not load: " + err.message;
+  }
+}
+
+window.addEventListener("hashchange", async () => {
+  if (await keyFromHash()) return;
+  route();
+});
+window.addEventListener("offline", () => setStatus("You are offline"));
+window.addEventListener("online", () => setStatus(""));
+
+// ---- installable: the service worker caches the app shell ----
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => { /* not over http(s) */ });
+  navigator.serviceWorker.addEventListener("message", (event) => {
+    const msg = event.data || {};
+    if (msg.type === "call") ringing.ring(msg.call || {});
+    if (msg.type === "call-answer") ringing.answered(msg.call_id);
+    if (msg.type === "call-ended" && ringing.call && ringing.call.id === msg.call_id) ringing.stopRinging();
+  });
+}
+
+// ---- start ----
+async function start() {
+  if (await keyFromHash()) return;
+  let res;
+  try {
+    res = await request("/v1/auth/check");
+  } catch {
+    setStatus("Server unreachable — Iriis could not reach its server. Check that iriis serve is running.");
+    document.body.dataset.offline = "true";
+    return showSignIn(true);
+  }
+  if (res.ok) return signedIn();
+  if (auth.token()) {
     try {
-      res = await request(`/v1/sessions/${encodeURIComponent(id)}/messages`);
-    } catch {
-      setStatus(LOST);
-      return;
-    }
-    if (res.status === 404) { store.clear(); return; }
-    if (res.status === 401) { showSignIn(true); return; }
-    if (!res.ok) { addError(await errorMessage(res)); return; }
-    const body = await res.json().catch(() => null);
-    ui.transcript.replaceChildren();
-    for (const m of (body && body.data) || []) {
-      if (m.role === "user") addBubble("user", m.content);
-      else if (m.role === "assistant") addBubble("assistant", m.content).dataset.done = "true";
-    }
-    // A turn still running (the page was closed mid-reply): follow it again from its start.
-    const state = await request(`/v1/sessions/${encodeURIComponent(id)}/state`).then(
-      (r) => (r.ok ? r.json() : null), () => null);
-    if (state && state.running) {
-      stream(() => request(`/v1/sessions/${encodeURIComponent(id)}/stream`, { signal: controller.signal }));
-    }
+      const me = await api("/v1/me");
+      auth.role = me.role || "member";
+      auth.person = me;
+      return signedIn();
+    } catch { auth.setToken(null); }
   }
+  if (res.status !== 401) setStatus(`The server answered ${res.status}`);
+  showSignIn(true);
+}
 
-  // ---- streaming ----
-  function parseEvent(block) {
-    let type = "message";
-    const data = [];
-    for (const line of block.split("\n")) {
-      if (!line || line.startsWith(":")) continue;
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? "" : line.slice(colon + 1);
-      if (value.startsWith(" ")) value = value.slice(1);
-      if (field === "event") type = value;
-      else if (field === "data") data.push(value);
-    }
-    if (!data.length) return null;
-    try { return { type, data: JSON.parse(data.join("\n")) }; } catch { return null; }
-  }
-
-  async function readStream(res, onEvent) {
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buf = "";
-    const drain = () => {
-      buf = buf.replace(/\r\n|\r(?!$)/g, "\n");
-      let idx;
-      while ((idx = buf.indexOf("\n\n")) >= 0) {
-        const ev = parseEvent(buf.slice(0, idx));
-        buf = buf.slice(idx + 2);
-        if (ev) onEvent(ev);
-      }
-    };
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += decoder.decode(value, { stream: true });
-      drain();
-    }
-    buf += decoder.decode() + "\n\n";
-    drain();
-  }
-
-  // A confirm-tier action waits for the owner's answer: Allow / Decline, with the PIN if needed.
-  function confirmCard(data) {
-    const card = el("div", "confirm");
-    card.dataset.id = String(data.id || "");
-    card.append(el("p", "question", data.question || "Allow this action?"));
-    // Why the yes is needed: this turn read something that is not the owner's own words.
-    if (data.reason && data.sources && data.sources.length) {
-      card.append(el("p", "confirm-reason", data.reason.charAt(0).toUpperCase() + data.reason.slice(1) + "."));
-    }
-    let pin = null;
-    if (data.needs_pin) {
-      pin = el("input");
-      pin.type = "password";
-      pin.inputMode = "numeric";
-      pin.placeholder = "PIN";
-      pin.className = "pin";
-      pin.setAttribute("aria-label", "PIN");
-      card.append(pin);
-    }
-    const yes = el("button", "approve", "Allow");
-    const no = el("button", "decline ghost", "Decline");
-    yes.type = no.type = "button";
-    const note = el("p", "confirm-note");
-    const answer = async (approve) => {
-      yes.disabled = no.disabled = true;
-      const body = { approve };
-      if (approve && pin) body.pin = pin.value;
-      try {
-        const res = await request("/v1/confirmations/" + encodeURIComponent(card.dataset.id), {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        if (res.ok) {
-          card.dataset.answer = approve ? "approved" : "declined";
-          note.textContent = approve ? "Allowed." : "Declined.";
-        } else {
-          note.textContent = await errorMessage(res);
-          yes.disabled = no.disabled = false;
-        }
-      } catch (err) {
-        note.textContent = LOST;
-        yes.disabled = no.disabled = false;
-      }
-    };
-    yes.addEventListener("click", () => answer(true));
-    no.addEventListener("click", () => answer(false));
-    card.append(yes, no, note);
-    return card;
-  }
-
-  function makeReply() {
-    const typing = el("div", "typing");
-    typing.setAttribute("aria-label", "Iriis is typing");
-    typing.append(el("span"), el("span"), el("span"));
-    ui.transcript.append(typing);
-    scrollDown();
-
-    let bubble = null;
-    const tools = new Map();
-    const ensure = () => {
-      if (!bubble) {
-        bubble = el("div", "msg assistant");
-        ui.transcript.insertBefore(bubble, typing.isConnected ? typing : null);
-      }
-      return bubble;
-    };
-    const addSentence = (text) => {
-      typing.remove();
-      ensure().append(el("span", "sentence", text), " ");
-    };
-
-    let finished = false;
-    let lastIndex = -1;
-    const handle = ({ type, data }) => {
-      data = data || {};
-      switch (type) {
-        case "session":
-          store.set(data.session_id);
-          break;
-        case "sentence":
-          addSentence(data.text);
-          if (typeof data.index === "number") lastIndex = data.index;
-          break;
-        case "tool": {
-          const name = String(data.name || "tool");
-          let line = data.status === "start" ? null : tools.get(name);
-          if (!line) {
-            line = ensure().appendChild(el("div", "tool"));
-            tools.set(name, line);
-          }
-          if (data.status === "done") line.textContent = "✓ " + name;
-          else if (data.status === "error") { line.textContent = "✗ " + name; line.classList.add("failed"); }
-          else line.textContent = "using " + name + "…";
-          break;
-        }
-        case "confirm":
-          ensure().append(confirmCard(data));
-          break;
-        case "done":
-          finished = true;
-          store.set(data.session_id);
-          if (!bubble && data.text) addSentence(data.text);
-          typing.remove();
-          ensure().dataset.done = "true";
-          break;
-        case "error":
-          finished = true;
-          typing.remove();
-          addError(data.message);
-          break;
-      }
-      scrollDown();
-    };
-    return { handle, typing, isFinished: () => finished, lastIndex: () => lastIndex };
-  }
-
-  let current = null;
-
-  // Open a stream (a new chat turn, or a running one followed again) and render its events.
-  async function stream(open) {
-    setBusy(true);
-    setStatus("");
-    const reply = makeReply();
-    current = reply;
-    controller = controller || new AbortController();
-    try {
-      const res = await open();
-      if (!res.ok) {
-        reply.typing.remove();
-        addError(await errorMessage(res));
-        if (res.status === 401) showSignIn(true);
-        return;
-      }
-      await readStream(res, reply.handle);
-      if (!reply.isFinished()) setStatus(LOST);
-    } catch (err) {
-      if (err && err.name === "AbortError") return;
-      setStatus(LOST);
-    } finally {
-      reply.typing.remove();
-      controller = null;
-      current = null;
-      setBusy(false);
-    }
-  }
-
-  function send(text) {
-    addBubble("user", text);
-    controller = new AbortController();
-    // background: the reply finishes (and you are notified) even if this page closes.
-    const body = { message: text, background: true };
-    const sid = store.get();
-    if (sid) body.session_id = sid;
-    return stream(() => request("/v1/chat", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-      body: JSON.stringify(body),
-      signal: controller.signal,
-    }));
-  }
-
-  // Barge-in: stop the reply; the server keeps only the sentences shown so far.
-  ui.stop.addEventListener("click", async () => {
-    const sid = store.get();
-    if (!sid || !current) return;
-    try {
-      await request(`/v1/sessions/${encodeURIComponent(sid)}/cancel`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ heard_index: current.lastIndex() }),
-      });
-    } catch {
-      setStatus(LOST);
-    }
-  });
-
-  // ---- composer ----
-  function resizeInput() {
-    ui.message.style.height = "auto";
-    ui.message.style.height = Math.min(ui.message.scrollHeight, 200) + "px";
-  }
-
-  ui.chatForm.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const text = ui.message.value.trim();
-    if (!text || busy) return;
-    ui.message.value = "";
-    resizeInput();
-    send(text);
-  });
-
-  ui.message.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      ui.chatForm.requestSubmit();
-    }
-  });
-  ui.message.addEventListener("input", resizeInput);
-
-  ui.newChat.addEventListener("click", () => {
-    if (controller) controller.abort();
-    store.clear();
-    ui.transcript.replaceChildren();
-    setStatus("");
-    ui.message.focus();
-  });
-
-  window.addEventListener("offline", () => setStatus("You are offline"));
-  window.addEventListener("online", () => setStatus(""));
-
-  // ---- start ----
-  async function start() {
-    const match = /^#key=(.*)$/.exec(location.hash);
-    if (match) {
-      history.replaceState(null, "", location.pathname + location.search);
-      let key = match[1];
-      try { key = decodeURIComponent(key); } catch { /* use raw */ }
-      if (key && (await signIn(key))) return signedIn();
-      return showSignIn(true);
-    }
-    let res;
-    try {
-      res = await request("/v1/auth/check");
-    } catch {
-      setStatus(LOST);
-      return showSignIn(true);
-    }
-    if (res.ok) return signedIn();
-    if (res.status !== 401) setStatus(await errorMessage(res));
-    showSignIn(true);
-  }
-
-  start();
-})();
+start();

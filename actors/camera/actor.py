@@ -16,6 +16,7 @@ import base64
 import contextvars
 import itertools
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -93,7 +94,9 @@ class CameraActorBase:
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=16))
         self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client) for p in configs}
         self.router = RemoteRouter(router_actor("vision", configs)) if configs else None
-        self.listeners: dict[str, asyncio.Queue[CameraEvent | None]] = {}
+        # The owner's queue exists from the start: events made before its socket subscribes
+        # (after a restart in place, the socket subscribes again a moment later) wait there.
+        self.listeners: dict[str, asyncio.Queue[CameraEvent | None]] = {"owner": asyncio.Queue(QUEUE_LIMIT)}
         self.frame_ref: list[Any] | None = None
         self.history = FrameHistory()
         self._last_kept = 0.0
@@ -133,11 +136,51 @@ class CameraActorBase:
     async def start(self) -> dict[str, Any]:
         if self._timer is None:
             self._timer = self._spawn(self._tick())
+            await self._restore()
         self.listeners.setdefault("owner", asyncio.Queue(QUEUE_LIMIT))
         return self.frame_config()
 
+    # -- what survives a restart ----------------------------------------------------------
+
+    def _state_key(self) -> str:
+        return f"camera:{self.stream_id}"
+
+    async def _save(self) -> None:
+        """The owner's settings for this stream (goal, procedure, coach) are kept in the store,
+        so an actor restarted in place (killed, its node lost) picks them up again."""
+        await self.store.set_kv(self._state_key(), {
+            "goal": self.state.goal, "procedure_id": self.state.procedure_id, "coach_on": self.state.coach_on,
+            "coach_interval": self.state.coach.interval})
+
+    async def _restore(self) -> None:
+        saved = await self.store.get_kv(self._state_key())
+        if not saved:
+            return
+        if saved.get("procedure_id"):
+            procedure = await procedures.get(self.store, saved["procedure_id"])
+            if procedure is not None:
+                self.state.set_procedure(saved["procedure_id"], procedure)
+        self.state.goal = saved.get("goal", "")
+        self.state.set_coach(bool(saved.get("coach_on")), saved.get("coach_interval"))
+        log.info("camera %s restarted; settings restored from the store", self.stream_id)
+
+    def pid(self) -> int:
+        """This actor's process id (fault tests kill it)."""
+        return os.getpid()
+
     async def events(self, listener: str = "owner") -> AsyncIterator[CameraEvent]:
-        queue = self.listeners.setdefault(listener, asyncio.Queue(QUEUE_LIMIT))
+        """A listener's events. A new subscription for the same listener takes over (what was
+        queued moves with it) and ends the old one: a socket that subscribes again after a
+        restart must not share its events with a stream whose reader is gone."""
+        old = self.listeners.get(listener)
+        queue: asyncio.Queue[CameraEvent | None] = asyncio.Queue(QUEUE_LIMIT)
+        if old is not None:
+            while not old.empty():
+                item = old.get_nowait()
+                if item is not None:
+                    queue.put_nowait(item)
+            old.put_nowait(None)
+        self.listeners[listener] = queue
         while True:
             event = await queue.get()
             if event is None:
@@ -149,6 +192,10 @@ class CameraActorBase:
             queue.put_nowait(None)
         for task in list(self._tasks):
             task.cancel()
+        try:
+            await self.store.delete_kv(self._state_key())
+        except Exception as exc:  # noqa: BLE001 - closing goes on; the row is only settings
+            log.warning("camera %s: settings not cleared: %s", self.stream_id, exc)
         await self.client.aclose()
         await self.store.close()
 
@@ -308,16 +355,19 @@ class CameraActorBase:
         if procedure_id and procedure is None:
             return ErrorInfo(code="not_found", message=f"No procedure {procedure_id}.")
         self.state.set_procedure(procedure_id, procedure)
+        await self._save()
         state = self._state_event()
         self.push(state)
         return state
 
     async def set_goal(self, goal: str) -> None:
         self.state.goal = goal[:300]
+        await self._save()
         self.push(self._state_event())
 
     async def set_coach(self, on: bool, interval: float | None = None) -> None:
         self.state.set_coach(on, interval)
+        await self._save()
         self.push(self._state_event())
 
     # -- video review ---------------------------------------------------------------------
@@ -372,7 +422,9 @@ class CameraActorBase:
         return True
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+# Restarted in place when killed: the socket's replica keeps the same handle, subscribes to
+# its events again and calls `start`, which restores the stream's settings from the store.
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class CameraActor(CameraActorBase):
     pass
 

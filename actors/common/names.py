@@ -17,6 +17,10 @@ ERROR_LOG = "errors"
 TOOL_HUB = "tools"
 EMBEDDER = "embedder"
 SCHEDULER = "scheduler"
+LOCAL_MODEL = "local-model"
+# The session registry (actors/session/pool.py): conversation id -> its SessionActor.
+SESSIONS = "sessions"
+SPEECH = "speech"
 
 
 def actor_name(kind: str, thing_id: object) -> str:

@@ -6,6 +6,11 @@ the person's other devices, a close) waits in this connection's queue for the re
 `take` long-poll. A second connection replaces the first, whose queue gets a 4000 close and
 whose calls fail. The tools whose skill is on join the tool catalogue (the ToolHub) while the
 device is connected.
+
+Killed (or its node lost), the actor restarts in place (`max_restarts`): the replica whose
+socket it served registers that connection again with the hello it holds, which rebuilds the
+state (catalogue, event bus) from the store and the hello. Calls in flight at the death fail.
+A restarted actor that nobody registers with within RESTART_GRACE exits.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
+import threading
 from typing import Any
 
 import ray
@@ -36,6 +43,8 @@ ASSISTANT = "Iriis"
 QUEUE_FRAMES = 64
 # A device that reconnects at once keeps its actor; one that does not lets it go.
 EXIT_GRACE = 5.0
+# A restarted actor whose socket is gone too (its replica died with it) does not linger.
+RESTART_GRACE = 30.0
 
 
 Outbound = CallFrame | PushedEvent | Close
@@ -49,7 +58,7 @@ class _Conn:
         self.closed = asyncio.Event()
 
 
-@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class DeviceActor:
     def __init__(self, device_id: int, database_url: str, limits: dict[str, Any]) -> None:
         install_log_masking()
@@ -63,6 +72,20 @@ class DeviceActor:
         self.hello: Hello | None = None
         self.device: repo.Device | None = None
         self._exit: asyncio.Task[None] | None = None
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            # No event loop runs yet in __init__: a timer thread checks that somebody came back.
+            timer = threading.Timer(RESTART_GRACE, self._exit_if_orphaned)
+            timer.daemon = True
+            timer.start()
+
+    def _exit_if_orphaned(self) -> None:
+        if self.conn is None and not self.conns:
+            log.info("device %s: restarted, but no connection came back; exiting", self.device_id)
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+    def pid(self) -> int:
+        """This actor's process id (fault tests kill it)."""
+        return os.getpid()
 
     # -- the connection -----------------------------------------------------------------------
 

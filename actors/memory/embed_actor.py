@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 import ray
+from ray.exceptions import RayActorError
 
 from actors.common.names import EMBEDDER, NAMESPACE
+from actors.common.restart import through_restart
 from actors.memory.embed import Embedder, load_embedder
 
 
@@ -33,6 +35,8 @@ class EmbedderActor:
         return {"model_id": self.embedder.model_id, "dim": self.embedder.dim}
 
     async def encode(self, texts: list[str]) -> np.ndarray:
+        if not self._loaded:
+            await self.info()  # restarted in place: load the model again before the first encode
         if self.embedder is None:
             raise RuntimeError("no sentence encoder is loaded")
         return await asyncio.to_thread(self.embedder.encode, texts)
@@ -45,7 +49,11 @@ class RemoteEncoder:
         self.handle, self.model_id, self.dim = handle, model_id, dim
 
     async def encode_async(self, texts: Sequence[str]) -> np.ndarray:
-        return await self.handle.encode.remote(list(texts))
+        try:
+            return await self.handle.encode.remote(list(texts))
+        except RayActorError:
+            # It restarts in place when it dies (max_restarts): once more, after it is back.
+            return await through_restart(lambda: self.handle.encode.remote(list(texts)))
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         raise RuntimeError("RemoteEncoder is asynchronous: use encode_async")

@@ -3,38 +3,34 @@
 The spec's relevance term, min(1, |shared words| / sqrt(|item words| + 1)), is zero for "Where does
 my sibling reside?" against "The owner's sister lives in Lisbon". A sentence encoder's cosine
 similarity is not. How far an item's cosine stands out from the other memories' cosines with the
-same query (a z-score, `standardise`) is mapped onto 0..1 and ADDED to the lexical term with a
-calibrated weight (issue 20), while recency and importance stay exactly as the spec writes them:
+same query (a z-score, `standardise`) is mapped onto 0..1 and ADDED to the lexical term, while
+recency and importance stay exactly as the spec writes them:
 
     score     = recency + importance / 10 + 1.6 * relevance
-    relevance = lexical + FUSION_WEIGHT * clip((z - FUSION_FLOOR) / (FUSION_CEIL - FUSION_FLOOR), 0, 1)
+    relevance = w_q * lexical + FUSION_WEIGHT * clip((z - FUSION_FLOOR) / (FUSION_CEIL - FUSION_FLOOR), 0, 1)
+    w_q       = clip((best lexical in the pool - LEXICAL_FLOOR) / (1 - LEXICAL_FLOOR), 0, 1)
 
-Without a vector the relevance is the spec's lexical term alone, so a store without the encoder
-scores exactly as the spec does.
+`w_q` is one number per query: how well the best word match in the whole pool covers the query.
+When some memory shares most of the query's words (best lexical near 1) the words count in full;
+when no memory does (a paraphrase: the best overlap is one stray word), shared words are noise that
+lifts distractors, and meaning alone decides. Without a vector the relevance is the spec's lexical
+term alone, so a store without the encoder scores exactly as the spec does.
 
-Why a sum, and these numbers (benchmarks/memory_retrieval.py --sweep; 160 items, 149 queries;
-chosen on the even-numbered queries, checked on the odd ones and on a second set of 126 queries
-written afterwards, benchmarks/data/memory_retrieval_heldout.json):
-- The previous blend (issue 19, kept below as `semantic` / `hybrid_relevance` / `hybrid_score`,
-  the benchmark's "old hybrid") took max(lexical, semantic) with the semantic term capped at 1.0
-  from z 3.5 up. A target sharing the query's words (lexical 1.0, z 6.4) then tied on relevance
-  with a loosely related newer item (no shared word, z 4), and recency decided: word-sharing MRR
-  fell below lexical alone's (0.855 against 0.879 on the tuning half).
-- A sum lets the two kinds of evidence add up: an item that shares the words AND means the same
-  outranks one that only means something close. The sweep tried max() with other floors and
-  ceilings, sums capped at 1, noisy-or, reciprocal-rank fusion (k 1..60) and uncapped sums
-  (weights 0.5..3.0). The rule: the most paraphrase recall@5 on the tuning half whose word-sharing
-  and mixed queries keep at least lexical alone's MRR; among ties the smallest weight (recency and
-  importance keep the most say), then the best overall MRR. Under that rule the best of each
-  family reaches paraphrase recall@5 0.68 (max), 0.22 (capped sum), 0.50 (noisy-or), 0.43 (RRF,
-  which throws away how far an item stands out) and 0.82 (uncapped sum). The pick: weight 2.0,
-  floor 1.5, ceiling 4.0 (tuning half: paraphrase recall@5 0.71 -> 0.82, word-sharing MRR
-  0.85 -> 0.96; held-out half: 0.72 -> 0.74 and 0.85 -> 0.98).
-- Against the semantic term alone (same recency and importance), the fusion wins on
-  word-sharing MRR (0.97 against 0.92, held-out set 0.96 against 0.92) and gives up some
-  paraphrase MRR (0.64 against 0.68; 0.63 against 0.67), because a paraphrase query's stray shared
-  words lift distractors; recall@5 is within one query on every type.
-- The weight is 2.0 because the spec score's recency (0..1) and importance (0.1..1) terms swing
+How these were chosen (benchmarks/memory_retrieval.py --sweep; 160 items, the 149 `tuned` queries
+split into even and odd halves; the 126 `held_out` queries were not looked at while choosing):
+- The first blend (the benchmark's "old hybrid", kept below as `semantic` / `hybrid_relevance` /
+  `hybrid_score`) took max(lexical, semantic) capped at 1: a target sharing the query's words
+  (lexical 1.0, z 6.4) tied with a loosely related newer item (z 4) and recency decided, so
+  word-sharing MRR fell below lexical alone's.
+- A plain sum (w_q = 1, weight 2.0) fixed that but a paraphrase query's stray shared words lifted
+  distractors: paraphrase MRR 0.61 against the semantic term alone's 0.65 on the even half. Scaling
+  the lexical term per item by its own z, or by a constant under 1, did not close that gap
+  (distractors with stray words are semantically close too); RRF and noisy-or were worse.
+- The rule: on both halves, every query type's recall@5 and MRR at least the better of lexical
+  alone and semantic alone. The query-level weight above (floor 0.5) with FUSION_WEIGHT 3.0,
+  floor 1.5, ceiling 4.0 was the only family that came within 0.003 of it summed over all
+  shortfalls (the best plain sum missed by 0.17).
+- The weight is 3.0 because the spec score's recency (0..1) and importance (0.1..1) terms swing
   by up to 1.9 between items, and a paraphrase is only found if its evidence outweighs that.
   Ranking by cosine alone, ignoring recency and importance, does better still on paraphrases
   (the benchmark reports it as `cosine_only`), but the spec's terms are kept.
@@ -59,7 +55,9 @@ from actors.memory.model import MindItem
 from actors.memory.scoring import IMPORTANCE_DIVISOR, RELEVANCE_WEIGHT, recency, relevance
 
 # The fusion (issue 20).
-FUSION_WEIGHT = 2.0
+FUSION_WEIGHT = 3.0
+# Shared words count in full once the pool's best word match reaches 1.0, not at all under this.
+LEXICAL_FLOOR = 0.5
 FUSION_FLOOR = 1.5
 FUSION_CEIL = 4.0
 # The previous max() blend (issue 19): the benchmark's "old hybrid" baseline.
@@ -91,17 +89,25 @@ def fused_semantic(z: float | None) -> float:
     return FUSION_WEIGHT * min(1.0, (z - FUSION_FLOOR) / (FUSION_CEIL - FUSION_FLOOR))
 
 
-def fused_relevance(lexical: float, z: float | None) -> float:
-    """The relevance term of the prompt's score: the spec's lexical term plus the semantic one;
-    the lexical term alone when the item has no vector."""
-    return lexical + fused_semantic(z)
+def lexical_weight(best_lexical: float) -> float:
+    """w_q: how much shared words count for a query, from the best lexical term in the pool."""
+    return min(1.0, max(0.0, (best_lexical - LEXICAL_FLOOR) / (1.0 - LEXICAL_FLOOR)))
 
 
-def fused_score(item: MindItem, query_words: Set[str], now: float, z: float | None) -> float:
+def fused_relevance(lexical: float, z: float | None, weight: float = 1.0) -> float:
+    """The relevance term of the prompt's score: the lexical term times the query's `weight`
+    (`lexical_weight`) plus the semantic term; the lexical term alone when the item has no vector."""
+    if z is None:
+        return lexical
+    return weight * lexical + fused_semantic(z)
+
+
+def fused_score(item: MindItem, query_words: Set[str], now: float, z: float | None, weight: float = 1.0) -> float:
     """The prompt's score: the spec's recency and importance terms unchanged, `fused_relevance`
-    as the relevance term (`z` from `standardise(similarities)`, None without a vector)."""
+    as the relevance term (`z` from `standardise(similarities)`, None without a vector; `weight`
+    from `lexical_weight` over the pool)."""
     return (recency(item, now) + item.importance / IMPORTANCE_DIVISOR
-            + RELEVANCE_WEIGHT * fused_relevance(relevance(item, query_words), z))
+            + RELEVANCE_WEIGHT * fused_relevance(relevance(item, query_words), z, weight))
 
 
 def semantic(z: float, floor: float = Z_FLOOR, ceil: float = Z_CEIL) -> float:

@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from actors.common.text import word_set
-from actors.memory.hybrid import FUSION_CEIL, FUSION_FLOOR, FUSION_WEIGHT, Z_RELATED
+from actors.memory.hybrid import FUSION_CEIL, FUSION_FLOOR, FUSION_WEIGHT, Z_RELATED, lexical_weight
 from actors.memory.model import KINDS, MindItem
 from actors.memory.scoring import (
     IMPORTANCE_DIVISOR,
@@ -56,9 +56,12 @@ class Scores:
     """Every row's score for one query, with its terms, ready for ranking and explaining."""
 
     def __init__(self, index: MemoryIndex, query_words: Set[str], total: np.ndarray, prior: np.ndarray,
-                 lexical: np.ndarray, semantic: np.ndarray, z: np.ndarray | None, now: float) -> None:
+                 lexical: np.ndarray, semantic: np.ndarray, z: np.ndarray | None, now: float,
+                 words: np.ndarray | None = None) -> None:
         self.index, self.query_words, self.total, self.now = index, query_words, total, now
         self.prior, self.lexical, self.semantic, self.z = prior, lexical, semantic, z
+        # The lexical term as the score counts it (`hybrid.lexical_weight` applied).
+        self.words = lexical if words is None else words
 
     def related(self) -> np.ndarray:
         """Rows about the query at all: a shared word, or a z over Z_RELATED (`hybrid.is_related`)."""
@@ -85,7 +88,7 @@ class Scores:
         item = self.index.items[row]
         recency = float(self.prior[row]) - item.importance / IMPORTANCE_DIVISOR
         return Why(recency=recency, importance=item.importance / IMPORTANCE_DIVISOR,
-                   words=RELEVANCE_WEIGHT * float(self.lexical[row]),
+                   words=RELEVANCE_WEIGHT * float(self.words[row]),
                    meaning=RELEVANCE_WEIGHT * float(self.semantic[row]),
                    shared_words=sorted(self.query_words & self.index.words[row]))
 
@@ -116,6 +119,76 @@ class MemoryIndex:
         self.stamp = np.fromiter((item.last_used or item.created for item in self.items), dtype=np.float64, count=n)
         self.kind = np.fromiter((_KIND_CODE[item.kind] for item in self.items), dtype=np.int8, count=n)
         self.active = np.fromiter((item.active for item in self.items), dtype=bool, count=n)
+
+    def patched(self, changed: Iterable[MindItem], removed: Iterable[int] = ()) -> MemoryIndex:
+        """A copy with `changed` items applied (same id: replaced in place, new id: appended) and
+        the `removed` ids switched off, touching only those rows: what `actors.memory.live` keeps
+        current between prompts. An item whose text changed keeps its row but its words move."""
+        changed = list(changed)
+        copy = object.__new__(MemoryIndex)
+        copy.__dict__.update(self.__dict__)
+        copy.items = list(self.items)
+        # The word lists and the id map are copied only when a row is added or its text changes.
+        if any(item.id not in self.row_of or item.text != self.texts[self.row_of[item.id]] for item in changed):
+            copy.words, copy.id_list, copy.texts = list(self.words), list(self.id_list), list(self.texts)
+            copy.row_of = dict(self.row_of)
+        copy.importance, copy.stamp = self.importance.copy(), self.stamp.copy()
+        copy.kind, copy.active, copy.norm = self.kind.copy(), self.active.copy(), self.norm.copy()
+        for item_id in removed:
+            row = copy.row_of.get(item_id)
+            if row is not None:
+                copy.active[row] = False
+        fresh = [item for item in changed if item.id not in copy.row_of]
+        moved: dict[str, list[int]] = {}   # word -> rows gained; rows losing a word are masked below
+        lost: dict[str, set[int]] = {}
+        for item in changed:
+            row = copy.row_of.get(item.id)
+            if row is None:
+                continue
+            if item.text != copy.texts[row]:
+                old, new = copy.words[row], word_set(item.text)
+                for word in old - new:
+                    lost.setdefault(word, set()).add(row)
+                for word in new - old:
+                    moved.setdefault(word, []).append(row)
+                copy.words[row], copy.texts[row] = new, item.text
+                copy.norm[row] = math.sqrt(len(new) + 1)
+            copy.items[row] = item
+            copy.importance[row] = item.importance
+            copy.stamp[row] = item.last_used or item.created
+            copy.kind[row] = _KIND_CODE[item.kind]
+            copy.active[row] = item.active
+        if fresh:
+            start = len(copy.items)
+            for offset, item in enumerate(fresh):
+                row = start + offset
+                words = word_set(item.text)
+                copy.items.append(item)
+                copy.words.append(words)
+                copy.id_list.append(item.id)
+                copy.texts.append(item.text)
+                copy.row_of[item.id] = row
+                for word in words:
+                    moved.setdefault(word, []).append(row)
+            copy.ids = np.array(copy.id_list, dtype=np.int64)
+            copy.importance = np.append(copy.importance, [i.importance for i in fresh])
+            copy.stamp = np.append(copy.stamp, [i.last_used or i.created for i in fresh])
+            copy.kind = np.append(copy.kind, np.array([_KIND_CODE[i.kind] for i in fresh], dtype=np.int8))
+            copy.active = np.append(copy.active, [i.active for i in fresh])
+            copy.norm = np.append(copy.norm, [math.sqrt(len(w) + 1) for w in copy.words[start:]])
+        if moved or lost:
+            copy.postings = dict(self.postings)
+            for word in set(moved) | set(lost):
+                rows = copy.postings.get(word, np.empty(0, dtype=np.intp))
+                if word in lost:
+                    rows = rows[~np.isin(rows, list(lost[word]))]
+                if word in moved:
+                    rows = np.concatenate([rows, np.array(moved[word], dtype=np.intp)])
+                if len(rows):
+                    copy.postings[word] = rows
+                else:
+                    copy.postings.pop(word, None)
+        return copy
 
     def refreshed(self, items: Sequence[MindItem]) -> MemoryIndex | None:
         """A copy for `items` when they are this index's items re-read (same ids and texts, in
@@ -171,14 +244,22 @@ class MemoryIndex:
         prior = np.power(RECENCY_BASE, hours) + self.importance / IMPORTANCE_DIVISOR
         lexical = self.lexical(query_words)
         z = None
+        words = lexical
         semantic = np.zeros(len(self.items), dtype=np.float64)
         if strengths is not None:
             z = self.z_rows(strengths)
             with np.errstate(invalid="ignore"):
                 above = z > FUSION_FLOOR
             semantic[above] = FUSION_WEIGHT * np.minimum(1.0, (z[above] - FUSION_FLOOR) / (FUSION_CEIL - FUSION_FLOOR))
-        total = prior + RELEVANCE_WEIGHT * (lexical + semantic)
-        return Scores(self, query_words, total, prior, lexical, semantic, z, now)
+            # Shared words count in proportion to how well the best word match in the pool covers
+            # the query (`hybrid.lexical_weight`); an item without a vector keeps the spec's term.
+            has_vector = ~np.isnan(z)
+            if has_vector.any():
+                weight = lexical_weight(float(lexical[has_vector].max()))
+                if weight != 1.0:
+                    words = np.where(has_vector, weight * lexical, lexical)
+        total = prior + RELEVANCE_WEIGHT * (words + semantic)
+        return Scores(self, query_words, total, prior, lexical, semantic, z, now, words)
 
 
 # A few pools at once: the prompt's, and those other callers (camera, scheduler) select from.

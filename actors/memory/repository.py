@@ -13,6 +13,7 @@ from actors.memory.embed import Encoder
 # list_events and the record keys are re-exported: callers read memory through this module.
 from actors.memory.events import list_events, log_event  # noqa: F401
 from actors.memory.model import MOOD_KV, PERSONA_KV, Kind, MindItem, Mood, Persona
+from actors.memory.live import active_items
 from actors.memory.prompt import outside_items, render_memory_block
 from actors.memory.secrets import looks_secret
 from actors.memory.select import Found, select
@@ -96,8 +97,9 @@ async def memory_context(store: Store, query: str, now: float | None = None,
     """The memory block, and the ids of the selected items learned from outside content:
     a turn whose prompt holds one of those has read untrusted content (`memory:<id>`)."""
     now = now or time.time()
-    # One read for the items and one for both records: this runs before every model call.
-    items = await list_items(store, active=True, limit=5000)
+    # Every active item, kept current in this process by one small read (`live`), and one read
+    # for both records: this runs before every model call.
+    items, index = await active_items(store)
     async with store.engine.connect() as conn:
         rows = dict((await conn.execute(
             sa.select(schema.kv.c.key, schema.kv.c.value).where(schema.kv.c.key.in_([MOOD_KV, PERSONA_KV]))
@@ -106,7 +108,7 @@ async def memory_context(store: Store, query: str, now: float | None = None,
         return "", []
     # The paraphrase term, when a sentence encoder is available; None keeps it lexical.
     similarities = await similarities_for(store, items, query, encoder) if encoder is not None else None
-    selection = select(items, query, now, similarities=similarities)
+    selection = select(items, query, now, similarities=similarities, index=index)
     block = render_memory_block(selection, Persona(**rows[PERSONA_KV]) if rows.get(PERSONA_KV) else None,
                                 Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
     if selection.ids:
@@ -133,9 +135,6 @@ async def deactivate(store: Store, item_id: int) -> bool:
 # -- search, import, export (issue 20) -----------------------------------------------------------
 
 # The pool a prompt ranks (memory_block reads the same number), so a search score is a prompt score.
-SEARCH_POOL = 5000
-
-
 async def search(store: Store, query: str, limit: int = 20, kind: str | None = None,
                  now: float | None = None, encoder: Encoder | None = None,
                  embeddings: bool = True) -> list[Found]:
@@ -144,9 +143,9 @@ async def search(store: Store, query: str, limit: int = 20, kind: str | None = N
     prompt's are, and `kind` filters only what is returned. `embeddings=False` stays lexical;
     otherwise `encoder` (or the process's own model) adds the paraphrase term when available."""
     now = now or time.time()
-    items = await list_items(store, active=True, limit=SEARCH_POOL)
+    items, index = await active_items(store)
     similarities = await similarities_for(store, items, query, encoder) if embeddings else None
-    return rank_search(items, query, now, limit, kind, similarities)
+    return rank_search(items, query, now, limit, kind, similarities, index)
 
 
 async def iter_export(store: Store, batch: int = 1000) -> AsyncIterator[str]:

@@ -108,12 +108,12 @@ class Found(BaseModel):
 
 
 def search(items: Iterable[MindItem], query: str, now: float, limit: int = 20, kind: str | None = None,
-           similarities: Mapping[int, float] | None = None) -> list[Found]:
+           similarities: Mapping[int, float] | None = None, index: MemoryIndex | None = None) -> list[Found]:
     """The active items about `query` (a shared word, or a similarity that stands out:
     `hybrid.is_related`), best first, scored exactly as the prompt scores them. `similarities`
     should cover the same pool the prompt standardises over (all active items); `kind` only
-    filters what is shown, so a score here is the score the prompt gives."""
-    index = index_for(items)
+    filters what is shown, so a score here is the score the prompt gives. `index`: as in `select`."""
+    index = index if index is not None else index_for(items)
     strengths = None if similarities is None else standardise(similarities)
     scores = index.score(word_set(query), now, strengths)
     mask = scores.related() & index.active
@@ -124,15 +124,16 @@ def search(items: Iterable[MindItem], query: str, now: float, limit: int = 20, k
 
 
 def select(items: Iterable[MindItem], query: str, now: float,
-           similarities: Mapping[int, float] | None = None) -> Selection:
+           similarities: Mapping[int, float] | None = None, index: MemoryIndex | None = None) -> Selection:
     """The active items to show for a prompt about `query` at time `now`.
 
     Without `similarities` this is exactly the spec's lexical selection. With them (item id ->
     cosine similarity with the query, from `vectors.similarities_for`) relevance is the fused
     term of `actors.memory.hybrid`, and a playbook rule also counts as sharing the query's
     subject when its similarity stands out (`hybrid.Z_RELATED`), so a rule phrased in other
-    words still reaches the prompt."""
-    index = index_for(items)
+    words still reaches the prompt. `index`, when given, is the index of `items` already built
+    (`actors.memory.live` keeps one current); only its active rows are chosen."""
+    index = index if index is not None else index_for(items)
     # Standardised over everything the caller scored, so "stands out" means against all memory.
     strengths = None if similarities is None else standardise(similarities)
     scores = index.score(word_set(query), now, strengths)

@@ -75,42 +75,60 @@ async def stream_with_failover(
     so a failure mid-answer is raised, not retried elsewhere.
     """
     images = count_images(messages)
-    last: ProviderError | None = None
-    for round_ in range(2):
-        for entry in await router.candidates(images):
-            provider = providers.get(entry.provider)
-            if provider is None:
-                continue
-            for _retry in range(2):  # a second go only after a short rate-limit wait
-                started = time.monotonic()
-                produced = False
-                try:
-                    async for delta in provider.stream(entry.model, messages, tools, timeout):
-                        if not produced:
-                            produced = True
-                            # Latency is time to first output: what the listener waits for.
-                            # Not awaited: the first words must not wait on bookkeeping.
-                            router.note_success(entry.key, time.monotonic() - started)
-                        yield delta
+    failed: list[ProviderError] = []
+    answered = [False]
+
+    async def attempt(entry: RouteEntry) -> AsyncIterator[Delta]:
+        """One entry, with one retry after a short rate-limit wait; sets answered[0]."""
+        provider = providers.get(entry.provider)
+        if provider is None:
+            return
+        for _retry in range(2):
+            started = time.monotonic()
+            produced = False
+            try:
+                async for delta in provider.stream(entry.model, messages, tools, timeout):
                     if not produced:
+                        produced = True
+                        # Latency is time to first output: what the listener waits for.
+                        # Not awaited: the first words must not wait on bookkeeping.
                         router.note_success(entry.key, time.monotonic() - started)
-                    return
-                except ProviderError as exc:
-                    last = exc
-                    value = float(images) if exc.kind == "too_many_images" else exc.retry_after
-                    wait = await router.record(entry.key, exc.kind, value)
-                    if produced:
-                        raise
-                    if exc.kind == "rate_limit" and wait > 0:
-                        await sleep(wait)
-                        continue
-                    break
+                    yield delta
+                if not produced:
+                    router.note_success(entry.key, time.monotonic() - started)
+                answered[0] = True
+                return
+            except ProviderError as exc:
+                failed.append(exc)
+                value = float(images) if exc.kind == "too_many_images" else exc.retry_after
+                wait = await router.record(entry.key, exc.kind, value)
+                if produced:
+                    raise
+                if exc.kind == "rate_limit" and wait > 0:
+                    await sleep(wait)
+                    continue
+                return
+
+    for round_ in range(2):
+        for entry in [e for e in await router.candidates(images) if not e.fallback]:
+            async for delta in attempt(entry):
+                yield delta
+            if answered[0]:
+                return
         if round_ == 0 and person_waiting:
             delay = await router.seconds_until_ready(images)
             if delay is not None and delay <= WAIT_FOR_FREE:
                 await sleep(delay)
                 continue
         break
+    # Else: the local model (spec section 13), once every hosted provider has had its go.
+    for entry in [e for e in await router.candidates(images) if e.fallback]:
+        async for delta in attempt(entry):
+            yield delta
+        if answered[0]:
+            return
+    # The most telling failure: a hosted provider's rather than "the local model is not ready".
+    last = next((e for e in reversed(failed) if e.kind != "not_ready"), failed[-1] if failed else None)
     raise AllProvidersFailed(last)
 
 

@@ -18,7 +18,11 @@ Recognised forms:
   next ``<|...|>`` special token or the end of the stream); other ``<|...|>``
   special tokens are dropped;
 * a fenced block (```json or a bare ```) whose JSON is a call object or a
-  list of them. Any other fenced block is ordinary content and passes through.
+  list of them. Any other fenced block is ordinary content and passes through;
+* a bare object in the text, ``{"name": ..., "arguments": {...}}`` or the doubled
+  ``{{"name": ...}}`` some chat templates teach (a doubled fence body is read the same way).
+  Only a strictly call-shaped object counts; one naming a tool that was not offered is a
+  made-up call: it is dropped, neither run nor shown.
 
 Decisions worth knowing:
 
@@ -63,13 +67,20 @@ class _Mode(Enum):
     FENCE_CAND = "fence_cand"  # fenced block that may be a call; held back
     TAG = "tag"  # inside <tool_call> or <function=...>; held back
     PY = "python"  # after <|python_tag|>; held back
+    BRACE = "brace"  # a bare {"name": ...} object (maybe double-braced); held back
 
 
 # A fence's language tag longer than this is not one.
 _MAX_LANG = 32
 _JSON_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
 
-_TEXT_SPECIAL = re.compile(r"[<`]")
+_TEXT_SPECIAL = re.compile(r"[<`{]")
+# A bare call object opens like {"name": or, as some templates teach, {{"name":. Past this many
+# characters without that opening, a brace is ordinary text.
+_BRACE_OPENINGS = ('{"name":', "{'name':", '{{"name":', "{{'name':")
+_BRACE_LOOKAHEAD = 40
+# A bare object longer than this is not a call; it is shown as the text it was.
+_MAX_BRACE = 20_000
 _INLINE_STOP = re.compile(r"[`\n]")
 _NAME_HINT = re.compile(r"[\"']name[\"']\s*:")
 _ARGS_HINT = re.compile(r"[\"'](?:arguments|parameters)[\"']\s*:")
@@ -117,6 +128,7 @@ class ToolCallGuard:
             _Mode.FENCE_CAND: self._step_fence_cand,
             _Mode.TAG: self._step_tag,
             _Mode.PY: self._step_python,
+            _Mode.BRACE: self._step_brace,
         }
         # Each step either consumes input (True) or needs more of it (False).
         # With final=True every step consumes what it can decide, so the loop
@@ -139,7 +151,53 @@ class ToolCallGuard:
             self._buf = buf[m.start() :]
         if self._buf[0] == "<":
             return self._at_angle(final, out)
+        if self._buf[0] == "{":
+            return self._at_brace(final, out)
         return self._at_backtick(final, out)
+
+    def _at_brace(self, final: bool, out: list[str]) -> bool:
+        head = re.sub(r"\s", "", self._buf[:_BRACE_LOOKAHEAD])
+        if any(head.startswith(o) for o in _BRACE_OPENINGS):
+            self._mode = _Mode.BRACE
+            return True
+        maybe = any(o.startswith(head) for o in _BRACE_OPENINGS)
+        if maybe and not final and len(self._buf) < _BRACE_LOOKAHEAD:
+            return False
+        out.append("{")
+        self._buf = self._buf[1:]
+        return True
+
+    def _step_brace(self, final: bool, out: list[str]) -> bool:
+        buf = self._buf
+        end = _object_end(buf)
+        if end is None and not final and len(buf) < _MAX_BRACE:
+            return False
+        self._mode = _Mode.TEXT
+        if end is None:
+            # Cut off, or too long to be a call: a broken call is hidden, anything else shown.
+            if len(buf) < _MAX_BRACE and _ARGS_HINT.search(buf):
+                self.dropped.append(buf)
+            else:
+                out.append(buf)
+            self._buf = ""
+            return False
+        raw, self._buf = buf[:end], buf[end:]
+        body = _unwrap_double(raw)
+        try:
+            calls = calls_from_value(loads_lenient(body), strict=True)
+        except ValueError:
+            calls = None
+        if calls is None:
+            if _ARGS_HINT.search(raw):
+                self.dropped.append(raw)  # call-shaped but unreadable
+            else:
+                out.append(raw)
+        elif self._known is not None and any(c.name not in self._known for c in calls):
+            # A made-up tool: never run, never shown to the person as text.
+            self.dropped.append(raw)
+        else:
+            self._calls.extend(calls)
+        return True
 
     def _at_angle(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
@@ -264,7 +322,7 @@ class ToolCallGuard:
 
     def _resolve_fence(self, raw: str, body: str, out: list[str]) -> None:
         try:
-            value = loads_lenient(body)
+            value = loads_lenient(_unwrap_double(body.strip()))
         except ValueError:
             if _NAME_HINT.search(body) and _ARGS_HINT.search(body):
                 self.dropped.append(raw)  # a call, but broken beyond repair
@@ -318,6 +376,37 @@ class ToolCallGuard:
         elif body.strip():
             self.dropped.append(body)
         return idx >= 0
+
+
+def _object_end(buf: str) -> int | None:
+    """Where the object opening `buf` closes (string-aware), or None if it does not yet."""
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for i, ch in enumerate(buf):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _unwrap_double(text: str) -> str:
+    """{{"name": ...}} -> {"name": ...}: one layer of doubled braces, as some models write."""
+    if text.startswith("{") and text[1:].lstrip().startswith("{") and text.endswith("}}"):
+        return text[1:-1].strip()
+    return text
 
 
 def _run_length(buf: str, i: int) -> int:

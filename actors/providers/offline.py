@@ -17,7 +17,13 @@ from actors.common.arith import find_expression
 
 NO_MODEL = (
     "No language model is configured on this server, so I can only do arithmetic and tell the time. "
-    "To chat properly, set OPENAI_BASE_URL, OPENAI_API_KEY and IRIIS_CHAT_MODEL, then restart with make serve."
+    "To chat properly, set OPENAI_BASE_URL, OPENAI_API_KEY and IRIIS_CHAT_MODEL, or leave IRIIS_LOCAL_MODEL "
+    "unset for the local model, then restart with make serve."
+)
+# While the local model is getting ready (or failed), the stand-in says so instead.
+NOT_READY = (
+    "I am the offline stand-in: {note}, so for now I can only do arithmetic and tell the time. "
+    "Ask again in a few minutes."
 )
 _TIME_WORDS = re.compile(r"\b(time|date|day|today|clock|o'clock|weekday)\b", re.I)
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b", re.I)
@@ -42,7 +48,7 @@ def _tool_payload(content: str) -> str:
     return (match.group(1) if match else content).replace("&lt;", "<").strip()
 
 
-def compose_reply(messages: list[dict[str, Any]]) -> tuple[str, ToolCall | None]:
+def compose_reply(messages: list[dict[str, Any]], no_model: str = NO_MODEL) -> tuple[str, ToolCall | None]:
     """What the offline model says next: a sentence, or a tool call to make first."""
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
@@ -68,8 +74,8 @@ def compose_reply(messages: list[dict[str, Any]]) -> tuple[str, ToolCall | None]
     if _TIME_WORDS.search(question):
         return "", ToolCall(id="offline_time", name="current_time", arguments={})
     if _GREETING.match(question):
-        return "Hello! " + NO_MODEL, None
-    return NO_MODEL, None
+        return "Hello! " + no_model, None
+    return no_model, None
 
 
 class OfflineModel:
@@ -77,11 +83,15 @@ class OfflineModel:
 
     async def stream(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        local_note: str | None = None,
     ) -> AsyncIterator[Delta]:
-        text, call = compose_reply(messages)
+        """`local_note`: what the local model is doing ("the local model is getting ready
+        (...)"), said instead of "no model is configured" while it is on its way or failed."""
+        no_model = NOT_READY.format(note=local_note) if local_note else NO_MODEL
+        text, call = compose_reply(messages, no_model)
         tool_names = {t["function"]["name"] for t in tools or []}
         if call and call.name not in tool_names:
-            text, call = NO_MODEL, None
+            text, call = no_model, None
         # Word by word, like a real stream, so the chunker and the page behave the same.
         for word in re.findall(r"\S+\s*", text):
             yield TextDelta(text=word)

@@ -61,6 +61,17 @@ def count_images(messages: list[dict[str, Any]]) -> int:
     return n
 
 
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as strict servers accept them: an assistant message that only calls tools
+    carries "" rather than a null content (llama.cpp's server answers null with a 422)."""
+    out = []
+    for m in messages:
+        if m.get("content") is None and m.get("role") in ("assistant", "system", "user", "tool"):
+            m = {**m, "content": ""}
+        out.append(m)
+    return out
+
+
 class _ToolCallAccumulator:
     """Streamed tool calls arrive as fragments keyed by index; join them."""
 
@@ -124,13 +135,16 @@ class OpenAICompatProvider:
         tools: list[dict[str, Any]] | None = None,
         timeout: float = 30.0,
         temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> AsyncIterator[Delta]:
         """Yield text deltas as they arrive, then any tool calls, then StreamEnd.
 
         `timeout` bounds the wait for the first byte and every gap between chunks, so a
         provider that hangs is detected without capping a long, steadily streaming answer.
+        `extra` adds request fields (`response_format`, `max_tokens`, ...).
         """
-        body: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
+        body: dict[str, Any] = {**(extra or {}), "model": model, "messages": wire_messages(messages),
+                                "stream": True}
         if tools:
             body["tools"] = tools
         if temperature is not None:

@@ -11,8 +11,10 @@ from typing import Any
 
 import httpx
 import ray
+from ray.exceptions import RayActorError
 
 from actors.common.names import NAMESPACE
+from actors.common.restart import through_restart
 from actors.logmask import install_log_masking
 from actors.providers.failover import apply_outcome
 from actors.providers.openai_compat import OpenAICompatProvider
@@ -58,9 +60,16 @@ class ProviderRouter:
         install_log_masking()
         self.providers = [ProviderConfig(**p) for p in providers]
         self.state = RouterState(entries_for(self.providers))
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            # Health is rebuilt by use; the model listing is fetched again, queued behind this.
+            ray.get_runtime_context().current_actor.discover.remote()
 
     async def discover(self) -> dict[str, list[str]]:
         return await discover(self.state, self.providers)
+
+    def add_entries(self, entries: list[RouteEntry]) -> None:
+        """Entries that come from no configured provider (the local model); known keys stay."""
+        self.state.add_entries(entries)
 
     def candidates(self, images: int = 0) -> list[RouteEntry]:
         return self.state.candidates(images)
@@ -82,20 +91,27 @@ def router_actor(kind: str, providers: list[ProviderConfig]) -> Any:
 
 
 class RemoteRouter:
-    """RouterClient over the actor: each call is one awaited actor round trip (~1 ms)."""
+    """RouterClient over the actor: each call is one awaited actor round trip (~1 ms). The
+    router restarts in place when it dies; a call that met the death is made once more."""
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
 
+    async def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return await getattr(self.handle, method).remote(*args)
+        except RayActorError:
+            return await through_restart(lambda: getattr(self.handle, method).remote(*args))
+
     async def candidates(self, images: int = 0) -> list[RouteEntry]:
-        return await self.handle.candidates.remote(images)
+        return await self._call("candidates", images)
 
     async def record(self, key: str, outcome: str, value: float | None = None) -> float:
-        return await self.handle.record.remote(key, outcome, value)
+        return await self._call("record", key, outcome, value)
 
     def note_success(self, key: str, elapsed: float) -> None:
         # Fire and forget; calls from one caller reach the actor in order.
         self.handle.record.remote(key, "success", elapsed)
 
     async def seconds_until_ready(self, images: int = 0) -> float | None:
-        return await self.handle.seconds_until_ready.remote(images)
+        return await self._call("seconds_until_ready", images)

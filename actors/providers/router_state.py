@@ -39,6 +39,9 @@ class RouteEntry(pydantic.BaseModel):
     base_url: str
     api_key_env: str | None = None
     max_images: int = 8
+    # The local model: tried only after every hosted provider failed or is resting (spec
+    # section 13, "else: local model"), whatever its latency.
+    fallback: bool = False
     # Runtime fields, changed by RouterState as outcomes are reported.
     ema: float | None = None  # None means never measured
     rest_until: float = 0.0
@@ -84,7 +87,8 @@ class RouterState:
         ]
         # Unmeasured entries sort as infinitely slow so that a provider that
         # has proven itself stays first; ties keep the configured order.
-        ready.sort(key=lambda pair: (pair[1].ema if pair[1].ema is not None else math.inf, pair[0]))
+        ready.sort(key=lambda pair: (pair[1].fallback, pair[1].ema if pair[1].ema is not None else math.inf,
+                                     pair[0]))
         return [entry for _, entry in ready]
 
     def record_success(self, key: str, elapsed: float) -> None:
@@ -135,7 +139,7 @@ class RouterState:
         waits = [
             max(0.0, entry.rest_until - now)
             for entry in self._entries
-            if not entry.retired and images <= entry.max_images
+            if not entry.retired and images <= entry.max_images and not entry.fallback
         ]
         if not waits:
             return None

@@ -30,6 +30,7 @@ Delta = TextDelta | ToolCall | StreamEnd
 
 FailureKind = Literal[
     "timeout", "server", "rate_limit", "not_found", "too_many_images", "auth", "bad_request", "network",
+    "not_ready",
 ]
 
 
@@ -54,6 +55,7 @@ class ProviderError(Exception):
             "auth": "The model provider refused the API key; check OPENAI_API_KEY.",
             "bad_request": "The model provider refused the request.",
             "network": "The model provider could not be reached.",
+            "not_ready": "The local model is not ready yet.",
         }[self.kind]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ray.exceptions import RayActorError
 
 from actors.common.hashing import sha256_hex as hash_key
+from actors.common.restart import through_restart
 from actors.errors import report
 from actors.relay import lifecycle
 from actors.relay import repository as repo
@@ -93,13 +94,15 @@ class RelayService:
 
     async def call(self, uid: str, method: str, *args: Any) -> Any:
         """Call the session's actor (creating it if it is not running); a RelayFault becomes a
-        RelayError. An actor that exited while idle is made again, up to three times."""
+        RelayError. An actor that exited while idle is made again, up to three times; one that
+        is restarting in place (killed: max_restarts) is waited for, and the call made again
+        (a long-poll parks again; the store is the log, so nothing is missed)."""
         for attempt in range(3):
             handle = self._handles.get(uid)
             if handle is None:
                 handle = self._handles[uid] = relay_actor(uid, self.config)
             try:
-                result = await getattr(handle, method).remote(*args)
+                result = await through_restart(lambda: getattr(handle, method).remote(*args))
                 break
             except RayActorError:
                 self._handles.pop(uid, None)

@@ -1,8 +1,9 @@
 """Scheduler "scheduler": the one detached actor that runs what is due (spec sections 8-10).
 
 A thin shell: its state is rebuilt from the store in `__init__` (it restarts forever), and each
-job it runs is a Ray-free loop with its own tests. Today: the task runner
-(`actors.scheduler.runner`). Further loops (autonomy, nightly consolidation) join through
+job it runs is a Ray-free loop with its own tests: the task runner (`actors.scheduler.runner`),
+the outbox drainer, the call watcher and Telegram (`actors.notify`, via notify_loop, calls_loop
+and telegram_loop). Further loops (autonomy, nightly consolidation) join through
 `loops()`, one coroutine factory each; `status()` (GET /v1/scheduler) shows every loop's view.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,7 +22,13 @@ from pydantic import BaseModel
 from actors.common.names import NAMESPACE, SCHEDULER
 from actors.errors import report
 from actors.logmask import install_log_masking
+from actors.notify.config import notify_config
+from actors.notify.notifier import Notifier
+from actors.notify.telegram import TelegramChannel
 from actors.scheduler.autonomy import autonomy_loop, serve_forever
+from actors.scheduler.calls_loop import CallsLoop
+from actors.scheduler.notify_loop import NotifyLoop, desktop_announcer
+from actors.scheduler.telegram_loop import TelegramLoop, TelegramTurns
 from actors.scheduler.runner import TaskRunner
 from actors.scheduler.tasks import new_runner_id, owner_timezone
 from actors.scheduler.turns import SessionTurns
@@ -58,10 +66,21 @@ class Scheduler:
         self.autonomy = autonomy_loop(self.store, lambda messages, purpose: agent.complete.remote(messages, purpose),
                                       zone=settings.iriis_timezone, rest_hours=settings.iriis_rest_hours,
                                       tokens_per_day=settings.iriis_autonomy_tokens_per_day)
+        # Notifications and calls (spec section 11): the outbox drainer, the call watcher and
+        # Telegram as a channel, all over one notifier (actors/notify).
+        notify = notify_config(settings)
+        self.notifier = Notifier(self.store, notify, announce=desktop_announcer(self.store))
+        self.notify = NotifyLoop(self.store, self.notifier, notify.notify_interval, time.time)
+        self.calls = CallsLoop(self.store, self.notifier, notify.calls_interval, time.time)
+        telegram = TelegramTurns(config.session, agent)
+        self.telegram = TelegramLoop(TelegramChannel(self.store, notify, telegram.reply)
+                                     if notify.telegram_on else None)
 
     def loops(self) -> dict[str, Callable[[], Awaitable[None]]]:
         """Every loop this actor keeps running, by name."""
-        return {"tasks": self.runner.serve_forever, "autonomy": lambda: serve_forever(self.autonomy)}
+        return {"tasks": self.runner.serve_forever, "autonomy": lambda: serve_forever(self.autonomy),
+                "notify": self.notify.serve_forever, "calls": self.calls.serve_forever,
+                "telegram": self.telegram.serve_forever}
 
     async def start(self) -> dict[str, Any]:
         """Start the loops that are not running (idempotent; every call makes sure)."""
@@ -79,9 +98,25 @@ class Scheduler:
         await self.start()
         self.runner.wake()
 
+    async def wake_calls(self) -> None:
+        """Look at the calls now (one was just made, due now perhaps)."""
+        await self.start()
+        self.calls.wake()
+
+    async def wake_notify(self) -> None:
+        await self.start()
+        self.notify.wake()
+
+    async def telegram_update(self, update: dict[str, Any]) -> bool:
+        """An update from the webhook route; False when Telegram is not configured here."""
+        await self.start()
+        return self.telegram.take(update)
+
     async def status(self) -> dict[str, Any]:
         loops = await self.start()
-        return {"loops": loops, "pid": os.getpid(), "tasks": await self.runner.status()}
+        return {"loops": loops, "pid": os.getpid(), "tasks": await self.runner.status(),
+                "notify": {"last_pass": self.notify.last}, "calls": {"last": self.calls.last},
+                "telegram": self.telegram.state}
 
     async def stop(self) -> None:
         for job in self._jobs.values():

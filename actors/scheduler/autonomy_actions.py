@@ -4,8 +4,9 @@
   delivers it; an emergency carries priority 5).
 - `task` / `work` / `practice`: a row in `tasks` (actors/scheduler/tasks.py), run by the task
   runner; its id is remembered so the runner gives it only the owner-only work tools.
-- `call`: the `place_call` hook. Calls come with their own issue; until one is wired in, the
-  call is queued as an outbox notification of kind `autonomy_call`, so the owner still hears.
+- `call`: a call due now in the `calls` table (actors/notify), as the `tasks` server's
+  schedule_call makes one: the call watcher rings the owner on every channel. The scheduler
+  passes its own `place_call`; without one the call is made here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from actors.notify import call_store
 from actors.scheduler import tasks
 from actors.scheduler.autonomy_decision import Decision
 from actors.store.models import OutboxItem
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 AUTONOMY_TASKS_KV = "autonomy_task_ids"
 KEEP_TASK_IDS = 200
 
-# (reason, opening line) -> the call's id. The calls issue provides it.
+# (reason, opening line) -> the call's id.
 PlaceCall = Callable[[str, str], Awaitable[str]]
 
 
@@ -73,10 +75,9 @@ class StoreActions:
     async def call_owner(self, reason: str, opening: str, now: float) -> str:
         if self.place_call is not None:
             return f"call {await self.place_call(reason, opening)}"
-        item_id = await self.store.add_outbox(OutboxItem(
-            kind="autonomy_call", title="Iriis would like to call", body=opening or reason,
-            data={"reason": reason, "calls": "not wired yet"}))
-        return f"outbox {item_id} (no call hook)"
+        call = await call_store.create_call(self.store, now, reason or "Iriis wants to talk", now,
+                                            opening=opening or None, source="autonomy")
+        return f"call {call.id}"
 
 
 async def is_autonomy_task(store: Store, task_id: int) -> bool:

@@ -20,15 +20,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from actors.notify import call_store
 from actors.scheduler import tasks
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
 
 mcp: MCPServer[Store] = MCPServer(
     "tasks",
-    instructions=("Background tasks and reminders. remind queues a notification for the owner at a time; "
+    instructions=("Background tasks, reminders and calls. remind queues a notification for the owner at a time; "
                   "create_task runs a goal later as a background session of yours (research, a report) and "
-                  "tells the owner when it is done; list_tasks shows them; cancel_task stops one. Times are "
+                  "tells the owner when it is done; schedule_call rings the owner to talk by voice; "
+                  "list_tasks shows tasks; cancel_task stops one. Times are "
                   "ISO 8601 in the owner's time zone (ask the clock first) or 'in 20 minutes'."),
     lifespan=store_lifespan,
 )
@@ -100,6 +102,31 @@ async def create_task(
     row = await _create(ctx, "task", title, goal, at, repeat)
     every = f", repeating {row.repeat}" if row.repeat else ""
     return f"task #{row.id} scheduled for {tasks.local_time(row.next_run, tasks.owner_timezone())}{every}"
+
+
+@mcp.tool(annotations=_WRITES)
+async def schedule_call(
+    reason: Annotated[str, Field(min_length=1, max_length=300, description="why you are calling, in a few words")],
+    ctx: Context,
+    at: Annotated[str | None, Field(max_length=80, description="when to ring; now when omitted")] = None,
+    opening: Annotated[str | None, Field(max_length=500, description="the first line you will say when "
+                                                                      "the owner picks up")] = None,
+    repeat: Repeat = None,
+) -> str:
+    """Call the owner: their phone and browser ring at the time (Web Push, ntfy, Telegram, the
+    desktop), and answering opens a voice conversation with you. Unanswered after two minutes it
+    is a missed call."""
+    now = time.time()
+    when = _when(at, now) or now
+    if repeat:
+        try:
+            tasks.parse_repeat(repeat)
+        except tasks.InvalidRepeat as exc:
+            raise ToolError(str(exc)) from None
+    call = await call_store.create_call(_store(ctx), when, reason.strip(), now, opening=(opening or "").strip() or None,
+                                        repeat=repeat or None, source="agent")
+    every = f", repeating {call.repeat}" if call.repeat else ""
+    return f"call #{call.id} will ring at {tasks.local_time(call.at, tasks.owner_timezone())}{every}"
 
 
 @mcp.tool(annotations=_READS)

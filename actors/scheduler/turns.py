@@ -8,8 +8,8 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 
-from actors.common.names import actor_name, find_actor_async
-from actors.session.actor import SessionConfig, session_actor
+from actors.session.actor import SessionConfig
+from actors.session.pool import find_session, forget_session, session_handle
 from actors.session.events import TurnEvent
 
 TASK_CHANNEL = "task"
@@ -22,26 +22,29 @@ class SessionTurns:
         self.agent = agent
         self._handles: dict[str, Any] = {}
 
-    def _handle(self, conversation_id: str) -> Any:
+    async def _handle(self, conversation_id: str) -> Any:
         handle = self._handles.get(conversation_id)
         if handle is None:
-            handle = self._handles[conversation_id] = session_actor(conversation_id, self.session, self.agent)
+            # The same warm pool as the gateway's conversations (actors/session/pool.py).
+            handle = self._handles[conversation_id] = await session_handle(conversation_id, self.session, self.agent)
         return handle
 
     async def open(self, conversation_id: str) -> None:
         for attempt in range(2):
+            handle = await self._handle(conversation_id)
             try:
-                await self._handle(conversation_id).open.remote(True, TASK_CHANNEL)
+                await handle.open.remote(True, TASK_CHANNEL)
                 return
             except RayActorError:
                 # It exited while idle since we cached it: a fresh one rebuilds from the store.
                 self._handles.pop(conversation_id, None)
+                await forget_session(conversation_id, handle, self.session, self.agent)
                 if attempt:
                     raise
 
     async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
                   work_only: bool = False) -> AsyncIterator[TurnEvent]:
-        handle = self._handle(conversation_id)
+        handle = await self._handle(conversation_id)
         try:
             async for ref in handle.chat.options(num_returns="streaming").remote(
                     message, background=True, attended=False, sources=sources, work_only=work_only):
@@ -52,7 +55,7 @@ class SessionTurns:
     async def cancel(self, conversation_id: str) -> None:
         # By name, not from the cache: the turn's stream may be gone already (a timeout), and
         # a background turn whose reader left goes on until it is told to stop.
-        handle = await find_actor_async(actor_name("session", conversation_id))
+        handle = await find_session(conversation_id)
         if handle is not None:
             await handle.cancel.remote()
 

@@ -3,8 +3,13 @@
 It owns the conversation's state and is only its Ray plumbing: the policy lives in Ray-free
 cores with their own tests. `turns` (one turn at a time, cancel jumping that queue, the agent's
 events relayed, the reply saved), `confirmations` (pending confirmations and the PIN rule),
-`learning` (what a turn teaches memory) and `IdleWatch` (when to exit). Writes are buffered and
-flushed on a timer, on every read, on idle exit and at shutdown.
+`learning` (what a turn teaches memory) and `IdleWatch` (when to exit).
+
+Durable before done: a turn writes the person's message and a pending reply row when it starts,
+updates that row as sentences go out (one small upsert at a time, off the event path), and
+writes the final reply before `done` is published. Only what can be rebuilt (the rolling
+summary, the `updated` stamp) waits for the flush timer. Killed mid-turn, the actor restarts
+(`max_restarts`) and rebuilds from the store, where the pending row becomes an interrupted reply.
 """
 
 from __future__ import annotations
@@ -12,17 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 from pydantic import BaseModel
 
 from actors.common.errors import ErrorInfo
 from actors.common.idle import IdleWatch
-from actors.common.names import NAMESPACE, live_actors, live_actors_async
+from actors.common.names import NAMESPACE, SESSIONS, find_actor, find_actor_async
 from actors.devices.people import OWNER_ID
 from actors.errors import report
 from actors.logmask import install_log_masking
@@ -34,6 +41,7 @@ from actors.session.confirmations import (
     SessionRefusal,
 )
 from actors.session.core import SessionCore
+from actors.session.durable import DurableTurns
 from actors.session.events import Cancel, ConfirmRequest, TurnEvent, TurnRequest
 from actors.session.learning import LearningPlan
 from actors.session.turnlog import TurnLog
@@ -47,19 +55,27 @@ class SessionConfig(BaseModel):
     database_url: str
     flush_seconds: float = 180.0
     idle_seconds: float = 600.0
+    # Warm spare actors the pool keeps for new conversations, and a custom Ray resource naming
+    # the nodes they should prefer (any node when none is alive); see actors/session/pool.py.
+    spares: int = 2
+    prefer_resource: str = ""
 
 
 class SessionNotFound(Exception):
     pass
 
 
-@ray.remote(num_cpus=0, max_restarts=3, max_task_retries=0)
+# Restarts without limit: each one rebuilds from the store, and a death is never the
+# conversation's fault. An idle exit is on purpose (no restart).
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class SessionActor:
     def __init__(self, session_id: str, config: SessionConfig, agent: Any) -> None:
         install_log_masking()
+        # A pooled actor restarted in place takes back the conversation it had adopted.
+        session_id = session_id or adopted_session()
         self.config = config
         self.agent = agent
-        self.store = Store.open(config.database_url)
+        self.store = process_store(config.database_url)
         self.core = SessionCore(session_id)
         self.desk = TurnDesk()
         self.confirmations = ConfirmationBook(session_id)
@@ -73,6 +89,7 @@ class SessionActor:
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
         self._encoder_state: tuple[Any] | None = None
+        self.durable = DurableTurns(self.core, self.store, report)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -85,9 +102,9 @@ class SessionActor:
                     if not create:
                         return ""
                     self.core.create(channel)
-                    # The conversation row is written at once so other replicas see it exists;
-                    # only its messages wait for the batch flush.
-                    await self.core.buffer.flush(self.store)
+                # The conversation row is written at once so other replicas see it exists; after
+                # a restart, the replies its turns left pending are settled (interrupted).
+                await self.core.buffer.flush(self.store)
                 self._loaded = True
                 loop = asyncio.get_running_loop()
                 self._timers = [loop.create_task(self._flush_timer()), loop.create_task(self._idle_timer())]
@@ -126,6 +143,18 @@ class SessionActor:
 
     async def flush(self) -> int:
         return await self.core.buffer.flush(self.store)
+
+    def adopt(self, session_id: str = "") -> str:
+        """A spare from the session pool (actors/session/pool.py) takes on `session_id` before its
+        first `open`. Returns the conversation held ("" while spare); once taken it never changes."""
+        if session_id and not self.core.session_id and not self._loaded:
+            remember_adoption(session_id)
+            self.__init__(session_id, self.config, self.agent)  # every per-conversation field
+        return self.core.session_id
+
+    def pid(self) -> int:
+        """This actor's process id (fault tests kill it)."""
+        return os.getpid()
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -209,6 +238,10 @@ class SessionActor:
     async def _turn(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None,
                     work_only: bool = False) -> None:
         self.core.add("user", message, meta={"sources": sources} if sources else None)
+        # The person's message (and the pending reply) go to the store beside the model's work;
+        # the turn's end waits for that write (DurableTurns.settle), so nothing reaches `done`
+        # unwritten.
+        self.durable.begin(turn)
         request, person = await turns.prepare(self.store, self.core, turn, message, attended, self._encoder,
                                               session=ray.get_runtime_context().current_actor, sources=sources,
                                               work_only=work_only)
@@ -292,16 +325,69 @@ class SessionActor:
             report("session.summary", exc, request={"session": self.core.session_id})
 
 
+def process_store(url: str) -> Store:
+    """One store (engine and connection pool) per process: a pooled actor opens it while it is a
+    spare, and keeps it (warm) for the conversation it adopts."""
+    store = _stores.get(url)
+    if store is None:
+        store = _stores[url] = Store.open(url)
+    return store
+
+
+_stores: dict[str, Store] = {}
+
+
+def _adoption_key(actor_id: str) -> bytes:
+    return f"session-slot:{actor_id}".encode()
+
+
+def remember_adoption(session_id: str) -> None:
+    """Record in Ray's own key-value store which conversation this actor adopted, so a restart
+    in place (same actor id) comes back as that conversation."""
+    from ray.experimental import internal_kv
+
+    actor_id = ray.get_runtime_context().get_actor_id()
+    if actor_id:
+        internal_kv._internal_kv_put(_adoption_key(actor_id), session_id.encode(), overwrite=True,
+                                     namespace=NAMESPACE)
+
+
+def adopted_session() -> str:
+    """The conversation this actor had adopted before a restart ("" for a new actor)."""
+    from ray.experimental import internal_kv
+
+    context = ray.get_runtime_context()
+    actor_id = context.get_actor_id()
+    if not actor_id or not context.was_current_actor_reconstructed:
+        return ""
+    value = internal_kv._internal_kv_get(_adoption_key(actor_id), namespace=NAMESPACE)
+    return value.decode() if value else ""
+
+
+def forget_adoption(actor_id: str) -> None:
+    """Drop the record of an actor that is gone for good (the pool's sweep)."""
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_del(_adoption_key(actor_id), namespace=NAMESPACE)
+
+
 def live_sessions() -> dict[str, Any]:
     """Handles of the session actors alive now, by session id (blocking: for the CLI)."""
-    return live_actors("session")
+    registry = find_actor(SESSIONS)
+    if registry is None:
+        return {}
+    try:
+        return ray.get(registry.sessions.remote(), timeout=30)
+    except RayActorError:
+        return {}
 
 
 async def live_sessions_async() -> dict[str, Any]:
-    return await live_actors_async("session")
-
-
-def session_actor(session_id: str, config: SessionConfig, agent: Any) -> Any:
-    return SessionActor.options(
-        name=f"session:{session_id}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
-    ).remote(session_id, config, agent)
+    """The same, from async code (the registry is looked up off the event loop)."""
+    registry = await find_actor_async(SESSIONS)
+    if registry is None:
+        return {}
+    try:
+        return await registry.sessions.remote()
+    except RayActorError:
+        return {}

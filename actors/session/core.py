@@ -1,4 +1,9 @@
-"""A conversation's state, without Ray: history, the write buffer, the prompt window."""
+"""A conversation's state, without Ray: history, the write buffer, the prompt window.
+
+Durability: the person's message and a `pending` assistant row are written when a turn starts,
+the pending row is updated as sentences go out, and it becomes the reply (same id and seq)
+before the client hears `done`. A pending row found when the conversation is rebuilt (its actor
+died mid-turn) becomes an interrupted reply, or goes if nothing was said yet."""
 
 from __future__ import annotations
 
@@ -18,6 +23,11 @@ LOAD_LIMIT = 200
 TITLE_CHARS = 80
 # The next turn must not assume the owner heard the rest of an interrupted reply.
 INTERRUPTED_NOTE = "\n[interrupted: the owner stopped me here and did not hear the rest]"
+# A reply cut off because the conversation's process died: the owner may not have heard it all.
+CRASHED_NOTE = "\n[interrupted: the server stopped while I was answering; the rest was never sent]"
+PENDING = "pending"
+# Why a stored reply was cut short (meta "cause"), when it was not the owner's barge-in.
+RESTART_CAUSE = "session_restarted"
 
 
 class SessionCore:
@@ -27,6 +37,8 @@ class SessionCore:
         self.history: list[MessageRecord] = []
         self.buffer = ConversationBuffer()
         self._next_seq = 1
+        # The reply being written: its row is in the store while the turn runs.
+        self.pending: MessageRecord | None = None
 
     async def load(self, store: Store) -> bool:
         """Rebuild from the store; False when the conversation does not exist."""
@@ -35,7 +47,44 @@ class SessionCore:
             return False
         self.history = await store.list_messages(self.session_id, limit=LOAD_LIMIT)
         self._next_seq = (self.history[-1].seq + 1) if self.history else 1
+        self.history = [m for m in (self._recover(m) for m in self.history) if m is not None]
         return True
+
+    def _recover(self, message: MessageRecord) -> MessageRecord | None:
+        """A reply left pending by a turn whose actor died: kept as an interrupted reply
+        (queued for the store), or dropped when nothing had been said yet."""
+        if not (message.meta or {}).get(PENDING):
+            return message
+        if not message.content.strip():
+            self.buffer.delete(message.id)
+            return None
+        meta = {k: v for k, v in (message.meta or {}).items() if k != PENDING}
+        fixed = message.model_copy(update={"meta": {**meta, "interrupted": True, "cause": RESTART_CAUSE}})
+        self.buffer.add(fixed)
+        return fixed
+
+    def begin_reply(self, turn_id: str) -> MessageRecord:
+        """Reserve the reply's row (empty, pending) right after the person's message."""
+        assert self.conversation is not None, "create() or load() first"
+        self.pending = MessageRecord(conversation_id=self.session_id, seq=self._next_seq, role="assistant",
+                                     content="", meta={PENDING: True, "turn_id": turn_id})
+        self._next_seq += 1
+        self.buffer.add(self.pending.model_copy())
+        return self.pending
+
+    def update_pending(self, text: str) -> MessageRecord | None:
+        """What has been said of the reply so far; a copy to write, or None when unchanged."""
+        if self.pending is None or self.pending.content == text:
+            return None
+        self.pending.content = text
+        return self.pending.model_copy()
+
+    def drop_pending(self) -> None:
+        """The turn ended without a reply (an error, or stopped before a word was heard)."""
+        if self.pending is None:
+            return
+        self.buffer.delete(self.pending.id)
+        self.pending = None
 
     def create(self, channel: str = "chat") -> None:
         self.conversation = ConversationRecord(id=self.session_id, channel=channel)
@@ -43,9 +92,15 @@ class SessionCore:
 
     def add(self, role: Role, content: str, meta: dict[str, Any] | None = None) -> MessageRecord:
         assert self.conversation is not None, "create() or load() first"
-        message = MessageRecord(conversation_id=self.session_id, seq=self._next_seq, role=role,
-                                content=content, meta=meta)
-        self._next_seq += 1
+        if role == "assistant" and self.pending is not None:
+            # The turn's reply takes the row reserved for it (an upsert of the same id).
+            message = MessageRecord(id=self.pending.id, conversation_id=self.session_id, seq=self.pending.seq,
+                                    role=role, content=content, meta=meta, created=self.pending.created)
+            self.pending = None
+        else:
+            message = MessageRecord(conversation_id=self.session_id, seq=self._next_seq, role=role,
+                                    content=content, meta=meta)
+            self._next_seq += 1
         self.history.append(message)
         self.buffer.add(message)
         self.conversation.updated = message.created
@@ -111,7 +166,7 @@ class SessionCore:
         for m in self.window():
             content = m.content
             if m.meta and m.meta.get("interrupted"):
-                content += INTERRUPTED_NOTE
+                content += CRASHED_NOTE if m.meta.get("cause") == RESTART_CAUSE else INTERRUPTED_NOTE
             out.append(TurnMessage(role=m.role, content=content,
                                    provenance=[OWNER_WORDS if m.role == "user" else SYSTEM_TEXT]))
         return out

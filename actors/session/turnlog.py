@@ -2,12 +2,17 @@
 
 The turn itself runs as its own task, so a background turn completes and is saved even if
 every follower (an HTTP client) goes away; a reopened client can follow it again from the start.
+
+Two hooks let the owner make the turn durable: `spoken` runs after each sentence goes out (the
+partial reply is written), and `settle` runs before the event that ends the turn is published
+(the reply is in the store before any follower reads `done`; it may swap the event for an
+error when the write failed).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from actors.session.events import ENDS_TURN, Sentence, ToolActivity, TurnEvent
@@ -27,15 +32,21 @@ class TurnLog:
         self.heard: tuple[str | None, int | None] = (None, None)
         # The finished exchange, for reflection after the reply is delivered.
         self.exchange: dict[str, Any] | None = None
+        self.spoken: Callable[[], None] | None = None
+        self.settle: Callable[[TurnEvent], Awaitable[TurnEvent]] | None = None
         self._changed = asyncio.Condition()
 
     async def push(self, event: TurnEvent) -> None:
+        if event.type in ENDS_TURN and self.settle is not None and not self.finished:
+            event = await _uncancellable(self.settle(event))
         async with self._changed:
             if len(self.events) < MAX_EVENTS or event.type in ENDS_TURN:
                 self.events.append(event)
             if event.type in ENDS_TURN:
                 self.finished = True
             self._changed.notify_all()
+        if isinstance(event, Sentence) and self.spoken is not None:
+            self.spoken()
 
     def sentences(self) -> list[str]:
         return [e.text for e in self.events if isinstance(e, Sentence)]
@@ -76,3 +87,15 @@ class TurnLog:
             i += len(batch)
             if done and i >= len(self.events):
                 return
+
+
+async def _uncancellable(work: Awaitable[TurnEvent]) -> TurnEvent:
+    """Finish the turn's last write even if the turn is cancelled meanwhile (a barge-in that
+    lands during it): a turn that never ends would leave its followers waiting."""
+    job = asyncio.ensure_future(work)
+    while True:
+        try:
+            return await asyncio.shield(job)
+        except asyncio.CancelledError:
+            if job.done():
+                return job.result()

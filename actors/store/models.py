@@ -78,3 +78,9 @@ class OutboxItem(BaseModel):
     data: dict[str, Any] | None = None
     status: str = "queued"
     delivered_at: float | None = None
+    # Delivery (actors/notify/outbox.py): passes tried, when the next is due, why it failed or
+    # is still waiting, and each channel's state ("sent", "gone", "failed: ...", "retry: ...").
+    attempts: int = 0
+    next_try: float | None = None
+    reason: str | None = None
+    channels: dict[str, str] | None = None

@@ -6,6 +6,8 @@ Timestamps are epoch seconds (REAL), as the spec's tables use.
 
 from __future__ import annotations
 
+import time
+
 import sqlalchemy as sa
 
 metadata = sa.MetaData()
@@ -85,6 +87,12 @@ outbox = sa.Table(
     sa.Column("data", sa.JSON, nullable=True),
     sa.Column("status", sa.Text, nullable=False, server_default="queued"),
     sa.Column("delivered_at", sa.Float, nullable=True),
+    # Delivery (0012, actors/notify): tries so far, when the next is due, why it failed, and
+    # each channel's state ("sent" or its last error).
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_try", sa.Float, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("channels", sa.JSON, nullable=True),
 )
 
 mind = sa.Table(
@@ -100,6 +108,9 @@ mind = sa.Table(
     # What produced the item (0011): NULL for the owner's own words, else its untrusted sources
     # ("file:12 notes.txt; web:example.com"): such an item is quoted as data, never a rule.
     sa.Column("provenance", sa.Text, nullable=True),
+    # When the row last changed (0013), stamped by every SQLAlchemy insert and update, so a
+    # process keeps all active items current by reading only what changed (actors/memory/live.py).
+    sa.Column("changed", sa.Float, nullable=True, default=time.time, onupdate=time.time, index=True),
 )
 
 # One row per thing memory did (insert, reinforce, update, deactivate, mood, selection,
@@ -286,4 +297,53 @@ tasks = sa.Table(
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("updated", sa.Float, nullable=False),
     sa.Index("ix_tasks_due", "status", "next_run"),
+)
+
+# Notifications and calls (actors/notify, migration 0012). Web Push subscriptions of a browser
+# (its PushSubscription JSON); a push service answering 404 or 410 deletes the row.
+push_subscriptions = sa.Table(
+    "push_subscriptions", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("person_id", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("endpoint", sa.Text, nullable=False, unique=True),
+    sa.Column("p256dh", sa.Text, nullable=False),
+    sa.Column("auth", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("last_ok", sa.Float, nullable=True),
+)
+
+# Calls (spec section 11): scheduled -> ringing -> answered | declined | missed | cancelled.
+# `rings` counts how often it rang (a user alarm re-rings once); `ended` is when it stopped.
+calls = sa.Table(
+    "calls", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("opening", sa.Text, nullable=True),
+    sa.Column("status", sa.Text, nullable=False, server_default="scheduled"),
+    sa.Column("repeat", sa.Text, nullable=True),
+    sa.Column("source", sa.Text, nullable=False, server_default="user"),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("rang", sa.Float, nullable=True),
+    sa.Column("answered", sa.Float, nullable=True),
+    sa.Column("ended", sa.Float, nullable=True),
+    sa.Column("rings", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("conversation_id", sa.Text, nullable=True),
+    sa.Column("updated", sa.Float, nullable=False),
+    sa.Index("ix_calls_due", "status", "at"),
+)
+
+# One row per delivery attempt on one channel (an outbox row's or a call's).
+notify_attempts = sa.Table(
+    "notify_attempts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("ts", sa.Float, nullable=False),
+    sa.Column("outbox_id", sa.Integer, nullable=True),
+    sa.Column("call_id", sa.Integer, nullable=True),
+    sa.Column("channel", sa.Text, nullable=False),
+    sa.Column("target", sa.Text, nullable=True),
+    sa.Column("ok", sa.Boolean, nullable=False),
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Index("ix_notify_attempts_outbox", "outbox_id"),
 )

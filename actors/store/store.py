@@ -85,7 +85,7 @@ class Store:
         messages: Iterable[MessageRecord],
         deleted_ids: Iterable[str] = (),
     ) -> None:
-        """Apply one buffered batch atomically: conversation upserts, new messages, deletions."""
+        """Apply one batch atomically: conversation upserts, message upserts (by id), deletions."""
         convs = [c.model_dump() for c in conversations]
         msgs = [m.model_dump() for m in messages]
         gone = list(deleted_ids)
@@ -99,7 +99,10 @@ class Store:
                 )
                 await conn.execute(stmt)
             if msgs:
-                stmt = self._insert(schema.messages).on_conflict_do_nothing(index_elements=["id"])
+                # An upsert: a reply written while pending is written again when it is final.
+                stmt = self._insert(schema.messages)
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=["id"], set_={k: stmt.excluded[k] for k in ("content", "meta")})
                 await conn.execute(stmt, msgs)
             if gone:
                 await conn.execute(sa.delete(schema.messages).where(schema.messages.c.id.in_(gone)))
@@ -138,6 +141,10 @@ class Store:
         )
         async with self.engine.begin() as conn:
             await conn.execute(stmt)
+
+    async def delete_kv(self, key: str) -> None:
+        async with self.engine.begin() as conn:
+            await conn.execute(sa.delete(schema.kv).where(schema.kv.c.key == key))
 
     # -- files ----------------------------------------------------------------------------
 

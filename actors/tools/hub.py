@@ -1,16 +1,20 @@
 """ToolHub "tools": the named actor that owns the MCP catalogue (server processes, HTTP
 connections, restarts) so every AgentLoop replica shares one set of servers.
 
-A thin shell over Catalogue; restarted by Ray if it dies, and it starts its servers again.
+A thin shell over Catalogue; restarted by Ray if it dies, and it starts its servers again and
+asks every connected device to offer its tools again (their DeviceActors hold the hellos).
+Callers (the AgentLoop) retry a call that met the death once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 
 from actors.devices import provider as device_provider
 from actors.common.names import NAMESPACE, TOOL_HUB
@@ -30,6 +34,28 @@ class ToolHub:
         self.catalogue = Catalogue(McpConfig.model_validate(mcp), environ, reserved=set(reserved))
         self._start: asyncio.Task[None] | None = None
         self.devices: dict[int, device_provider.DeviceProvider] = {}
+        if ray.get_runtime_context().was_current_actor_reconstructed:
+            # Queued behind this constructor: the servers start and the devices come back.
+            ray.get_runtime_context().current_actor.recover.remote()
+
+    async def recover(self) -> int:
+        """After a restart: start the servers, and have each connected device publish again."""
+        from actors.devices.actor import live_devices_async
+
+        await self.ready()
+        back = 0
+        for handle in (await live_devices_async()).values():
+            try:
+                await handle.regrant.remote()
+                back += 1
+            except RayActorError:
+                pass
+        log.info("tool hub restarted: servers started, %d devices offered their tools again", back)
+        return back
+
+    def pid(self) -> int:
+        """This actor's process id (fault tests kill it)."""
+        return os.getpid()
 
     async def ready(self) -> list[dict[str, Any]]:
         """Start every server once (each one's first attempt); returns their status."""

@@ -50,6 +50,28 @@ class EventQueue:
         return self.items.popleft()
 
 
+class Backoff:
+    """How long to wait before the next connection attempt. A 1001 (the server is restarting,
+    or the replica holding the socket went away) is retried almost at once; every failure
+    after that doubles the wait up to BACKOFF_MAX; a connection that got its welcome resets it.
+    Each wait is jittered so a fleet of devices does not reconnect in step."""
+
+    def __init__(self, first: float = BACKOFF_FIRST, most: float = BACKOFF_MAX,
+                 jitter: Any = random.uniform) -> None:
+        self.first, self.most, self.jitter = first, most, jitter
+        self.delay = first
+
+    def after(self, code: int | None, welcomed: bool) -> float:
+        if welcomed:
+            self.delay = self.first
+        if code == 1001:
+            self.delay = self.first
+            return self.jitter(0.1, 0.5)
+        wait = self.delay * self.jitter(0.8, 1.2)
+        self.delay = min(self.delay * 2, self.most)
+        return wait
+
+
 class DeviceAgent:
     def __init__(self, server: str, token: str, kind: str, label: str, tools: list[DesktopTool],
                  spool: Path | None = None, event_seconds: float = EVENT_SECONDS,
@@ -62,6 +84,9 @@ class DeviceAgent:
         self.spool = spool
         self.ping_seconds = ping_seconds
         self.stopped: str | None = None
+        self.welcomed = False  # this connection got its welcome
+        self.backoff = Backoff()
+        self.sleep = asyncio.sleep
 
     def hello(self) -> dict[str, Any]:
         offered = [self.tools[n].offer() for n in self.order[:self.max_tools]]
@@ -69,8 +94,8 @@ class DeviceAgent:
 
     async def run_forever(self) -> str:
         """Connect, serve, reconnect with a growing delay; returns why it stopped for good."""
-        delay = BACKOFF_FIRST
         while self.stopped is None:
+            self.welcomed = False
             try:
                 code = await self.session()
             except (OSError, InvalidStatus, asyncio.TimeoutError) as exc:
@@ -79,13 +104,9 @@ class DeviceAgent:
             if code in FATAL:
                 self.stopped = FATAL[code]
                 break
-            if code == 1001:
-                # The server is restarting: try again at once, then back off.
-                delay = BACKOFF_FIRST
-                await asyncio.sleep(random.uniform(0.1, 0.5))
-                continue
-            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-            delay = min(delay * 2, BACKOFF_MAX)
+            wait = self.backoff.after(code, self.welcomed)
+            log.info("connection ended (%s); reconnecting in %.1f s", code, wait)
+            await self.sleep(wait)
         return self.stopped or "stopped"
 
     async def session(self) -> int | None:
@@ -99,6 +120,7 @@ class DeviceAgent:
                     frame = json.loads(raw)
                     kind = frame.get("type")
                     if kind == "welcome":
+                        self.welcomed = True
                         log.info("connected as device %s", frame.get("deviceId"))
                         if frame.get("maxTools", LEGACY_MAX_TOOLS) > self.max_tools:
                             self.max_tools = int(frame["maxTools"])

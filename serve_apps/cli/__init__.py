@@ -15,10 +15,20 @@ from serve_apps.cli.relay import add_relay_parser
 from serve_apps.cli.serve import add_serve_parser
 
 
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("iriis")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="iriis", description="Iriis: one owner's agent system on Ray.",
         epilog="Configuration is read from the environment; see README.md.")
+    parser.add_argument("--version", action="version", version=f"iriis {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     add_serve_parser(sub)
     add_key_parsers(sub)

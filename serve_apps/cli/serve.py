@@ -18,8 +18,8 @@ from actors.logmask import install_log_masking
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
 from actors.tools.config import McpConfigError, load_mcp_config
-from serve_apps.cli.common import OWNER_KEYS_KV, settings_or_exit
-from serve_apps.http.auth import hash_key, new_owner_key
+from serve_apps.cli.common import settings_or_exit
+from serve_apps.http.auth import create_key, hash_key, load_key_records, new_owner_key
 
 log = logging.getLogger("iriis")
 
@@ -27,19 +27,51 @@ APP_NAME = "iriis"
 
 
 async def prepare_store(database_url: str, env_keys: list[str], generate: bool = True) -> tuple[list[str], str | None]:
-    """Migrate, then return the accepted key hashes and a newly generated key (first run only)."""
+    """Migrate, then return the fixed key hashes (IRIIS_OWNER_KEYS) and a newly generated key
+    (first run only). Stored keys are not among them: the gateway reloads those itself, so a
+    new or revoked one needs no restart."""
     store = Store.open(database_url)
     try:
         await migrate(store)
-        stored: list[str] = await store.get_kv(OWNER_KEYS_KV, [])
         new_key = None
-        if not env_keys and not stored and generate:
-            new_key = new_owner_key()
-            stored = [hash_key(new_key)]
-            await store.set_kv(OWNER_KEYS_KV, stored)
-        return sorted(set(stored) | {hash_key(k) for k in env_keys}), new_key
+        if not env_keys and not await load_key_records(store) and generate:
+            new_key, _record = await create_key(store, "first key (printed by iriis serve)", time.time())
+        return sorted({hash_key(k) for k in env_keys}), new_key
     finally:
         await store.close()
+
+
+def quiet_logs(verbose: bool) -> None:
+    """Our own lines at INFO; Ray, Serve, Alembic and the rest only when something is wrong."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("iriis").setLevel(logging.INFO)
+    if not verbose:
+        for name in ("ray", "ray.serve", "alembic", "filelock", "asyncio"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def hush_ray(verbose: bool) -> None:
+    """Ray and Serve set their own loggers' levels when imported and started: quiet them again."""
+    if verbose:
+        return
+    # Loggers made during ray.init (the token-auth notice) are named here before they exist.
+    for name in ["ray._private.authentication.authentication_token_setup", "ray.serve", *logging.root.manager.loggerDict]:
+        if name == "ray" or name.startswith(("ray.", "ray._")):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def ready_block(url: str, new_key: str | None, chat_model: str, seconds: float) -> list[str]:
+    """The lines that end start-up: easy to find, with the URL, the sign-in link and the key."""
+    rule = "iriis: " + "-" * 60
+    lines = [rule, f"iriis: ready: {url}", f"iriis: chat model: {chat_model}"]
+    if new_key:
+        lines += ["iriis: open this link to sign the page in:", f"    {url}#key={new_key}",
+                  "iriis: owner key (shown once, stored hashed; keep it safe):", f"    {new_key}"]
+    else:
+        lines += ["iriis: sign in with an owner key (`iriis key list` shows them; `iriis key new` adds one)"]
+    lines += [rule, f"iriis: serving on {url} ({seconds:.1f}s); Ctrl-C stops"]
+    return lines
 
 
 def _flush_sessions() -> int:
@@ -73,6 +105,16 @@ def start_scheduler(settings: Any, database_url: str) -> Any:
     return handle
 
 
+def start_session_pool(settings: Any, database_url: str) -> None:
+    """Warm spare SessionActors, so a new conversation does not wait for a process start."""
+    from ray import serve
+
+    from actors.session.pool import start_pool
+    from serve_apps.deployments.app import session_config
+
+    start_pool(session_config(settings, database_url), serve.get_deployment_handle("AgentLoop", app_name=APP_NAME))
+
+
 def stop_scheduler(handle: Any) -> None:
     """Stop the scheduler's loops, handing back the tasks it runs, and end it: the next
     `iriis serve` starts one with its own configuration."""
@@ -100,7 +142,7 @@ def serve_command(args: argparse.Namespace) -> int:
     settings = settings_or_exit()
     host = args.host or settings.iriis_host
     port = args.port or settings.iriis_port
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_logs(args.verbose)
     install_log_masking()
 
     try:
@@ -134,13 +176,17 @@ def serve_command(args: argparse.Namespace) -> int:
     from actors.tools.hub import tool_hub
     from serve_apps.deployments.app import build_app
 
+    hush_ray(args.verbose)
     started = time.monotonic()
     print("iriis: starting Ray" + (f" (joining {settings.ray_address})" if settings.ray_address else ""),
           flush=True)
     ray.init(address=settings.ray_address, namespace=NAMESPACE, include_dashboard=False,
-             log_to_driver=args.verbose, configure_logging=False)
+             log_to_driver=args.verbose, configure_logging=False,
+             logging_level=logging.INFO if args.verbose else logging.ERROR)
     print("iriis: starting Serve and the actors", flush=True)
-    serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
+    serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"},
+                proxy_location=settings.iriis_proxy_location)
+    hush_ray(args.verbose)
     error_log()
     environ = {**os.environ, "IRIIS_PYTHON": sys.executable, "IRIIS_DATABASE_URL": database_url,
                "IRIIS_API_URL": f"http://127.0.0.1:{port}", "IRIIS_API_KEY": internal_key,
@@ -170,20 +216,21 @@ def serve_command(args: argparse.Namespace) -> int:
               blocking=False)
     # After Serve is up: the scheduler runs its tasks' turns through the same AgentLoop.
     tasks_scheduler = start_scheduler(settings, database_url)
+    start_session_pool(settings, database_url)
 
     url = f"http://{host}:{port}/"
-    print("iriis: chat model: " + (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
-                                   if providers else "offline default (no model key set; see README)"), flush=True)
+    chat_model = (", ".join(f"{p.name}/{m}" for p in providers for m in p.models)
+                  if providers else "offline default (no model key set; see README)")
     print("iriis: vision model: " + (", ".join(f"{p.name}/{m}" for p in vision for m in p.models)
                                      if vision else "none (camera answers come from perception alone)"), flush=True)
-    if new_key:
-        print("iriis: owner key (shown once, stored hashed; keep it safe):", flush=True)
-        print(f"    {new_key}", flush=True)
-        print(f"iriis: sign the page in with {url}#key={new_key}", flush=True)
-    # Last, so whoever waits for this line (a person, a test) has everything above it.
-    print(f"iriis: serving on {url} ({time.monotonic() - started:.1f}s); Ctrl-C stops", flush=True)
+    # Last, so whoever waits for the "serving on" line (a person, a test) has everything above it.
+    for line in ready_block(url, new_key, chat_model, time.monotonic() - started):
+        print(line, flush=True)
 
     stop = threading.Event()
+    # The local model comes in behind the stand-in; its progress lines show here.
+    from actors.providers.local.terminal import watch as watch_local_model
+    watch_local_model(stop)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
@@ -195,6 +242,9 @@ def serve_command(args: argparse.Namespace) -> int:
     stop_scheduler(tasks_scheduler)
     flushed = _flush_sessions()
     print(f"iriis: flushed {flushed} buffered writes", flush=True)
+    from actors.session.pool import close_pool
+
+    close_pool()  # the warm spare session actors and their registry (a cluster outlives us)
     try:
         ray.get(hub.close.remote(), timeout=30)
     except Exception:  # noqa: BLE001 - shutdown boundary: keep stopping the rest

@@ -16,13 +16,17 @@ from typing import Any
 
 import httpx
 from ray import serve
+from ray.exceptions import RayActorError
 
+from actors.common.restart import through_restart
 from actors.devices.turns import private_device_audit, turn_scope
 from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import jobs
 from actors.memory.reflect_prompt import Exchange
 from actors.providers.failover import complete_text, stream_with_failover
+from actors.providers.local.learning import purpose as learning_purpose
+from actors.providers.local.wiring import LocalWiring
 from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
@@ -65,11 +69,14 @@ def cap_messages(messages: list[dict[str, str]], cap: int) -> list[dict[str, str
     ray_actor_options={"num_cpus": 0},
     max_ongoing_requests=64,
     max_queued_requests=256,
+    # Past the queue a caller gets BackPressureError (503 with Retry-After over HTTP).
+    backpressure_config={"retry_after_s": 2},
     autoscaling_config={"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 16},
 )
 class AgentLoop:
     def __init__(self, providers: list[dict[str, Any]], timeout: float, database_url: str,
-                 workspace: str, mcp: dict[str, Any], learning: list[dict[str, Any]] | None = None) -> None:
+                 workspace: str, mcp: dict[str, Any], learning: list[dict[str, Any]] | None = None,
+                 local: dict[str, Any] | None = None) -> None:
         install_log_masking()
         configs = [ProviderConfig(**p) for p in providers]
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
@@ -82,6 +89,17 @@ class AgentLoop:
                                 if learning else self.router)
         self.timeout = timeout
         self.offline = OfflineModel()
+        # The local model (actors/providers/local/): one more provider, tried after the hosted
+        # ones; memory's calls reach it on a learning lane that chat turns preempt.
+        self.local = LocalWiring.attach(local, self.client)
+        self.learning_providers = dict(self.providers)
+        if self.local is not None:
+            self.router = self.router or RemoteRouter(router_actor("chat", configs))
+            self.learning_router = self.learning_router or self.router
+            for router in {id(r): r for r in (self.router, self.learning_router)}.values():
+                router.handle.add_entries.remote([self.local.entry])
+            self.providers["local"] = self.local.chat
+            self.learning_providers["local"] = self.local.learning
         self.store = Store.open(database_url)
         config = McpConfig.model_validate(mcp)
         names = list(builtin_toolbox().specs)
@@ -94,7 +112,21 @@ class AgentLoop:
         self._listings: dict[int | None, tuple[tuple[dict[str, Any], dict[str, list[str]]], float]] = {}
 
     async def _hub_call(self, name: str, arguments: dict[str, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.hub.call.remote(name, arguments, scope=scope)
+        try:
+            return await self.hub.call.remote(name, arguments, scope=scope)
+        except RayActorError:
+            # Not made again: the tool may have run before the hub died (an action twice is worse).
+            return {"error": f"the tool hub restarted during this call, so `{name}` may or may not have run; "
+                             "check before trying it again"}
+
+    async def _hub(self, method: str, *args: Any) -> Any:
+        """A read-only ToolHub call; one that met the hub's death is made once more (the hub
+        restarts in place, so the second call waits for it to be back)."""
+        try:
+            return await getattr(self.hub, method).remote(*args)
+        except RayActorError:
+            log.warning("the tool hub died under a %s call; trying again once it is back", method)
+            return await through_restart(lambda: getattr(self.hub, method).remote(*args))
 
     async def _listing(self, person: int | None) -> tuple[dict[str, Any], dict[str, list[str]]]:
         now = time.monotonic()
@@ -103,7 +135,7 @@ class AgentLoop:
             # A server that went down leaves the offer within LISTING_TTL; a call to it meanwhile
             # gets the hub's "unavailable" answer, so a stale list is safe. Per person: device
             # tools are offered only in their own person's turns.
-            listing = self._listings[person] = (await self.hub.listing.remote(person), now)
+            listing = self._listings[person] = (await self._hub("listing", person), now)
         return listing[0]
 
     async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None,
@@ -122,9 +154,18 @@ class AgentLoop:
                 async for delta in self.offline.stream(messages, tools):
                     yield delta
                 return
-            async for delta in stream_with_failover(self.router, self.providers, messages, tools,
-                                                    self.timeout, person_waiting=person_waiting):
-                yield delta
+            try:
+                async for delta in stream_with_failover(self.router, self.providers, messages, tools,
+                                                        self.timeout, person_waiting=person_waiting):
+                    yield delta
+            except AllProvidersFailed:
+                # Nothing was said yet. With no hosted model, the stand-in answers while the
+                # local model is getting ready (or failed), and says so.
+                note = await self.local.note() if self.local and not self.local.config.hosted else None
+                if note is None:
+                    raise
+                async for delta in self.offline.stream(messages, tools, local_note=note):
+                    yield delta
         return model
 
     def _context(self, request: TurnRequest, sources: list[Any] | None = None) -> TurnContext:
@@ -177,7 +218,7 @@ class AgentLoop:
             return fallback_summary(previous, messages)
         prompt = summary_prompt(previous, messages)
         try:
-            text = (await complete_text(self.router, self.providers, prompt, self.timeout,
+            text = (await complete_text(self.router, self.learning_providers, prompt, self.timeout,
                                         person_waiting=False)).strip()
         except (AllProvidersFailed, ProviderError) as exc:
             log.warning("summary call failed (%s); using the extractive fallback", exc)
@@ -191,9 +232,12 @@ class AgentLoop:
         offline stand-in cannot reflect). Input and output are capped in characters."""
         if self.learning_router is None:
             return None
-        return await complete_text(self.learning_router, self.providers,
-                                   cap_messages(messages, LEARN_PROMPT_CAP), self.timeout,
-                                   person_waiting=False, max_chars=LEARN_OUTPUT_CAP)
+        if self.local and not self.local.config.hosted and await self.local.note() is not None:
+            return None  # the local model is not ready: learning waits, like with no model
+        with learning_purpose(purpose):  # the local model picks the JSON schema by it
+            return await complete_text(self.learning_router, self.learning_providers,
+                                       cap_messages(messages, LEARN_PROMPT_CAP), self.timeout,
+                                       person_waiting=False, max_chars=LEARN_OUTPUT_CAP)
 
     async def _safe_complete(self, messages: list[dict[str, str]], purpose: str) -> str | None:
         try:
@@ -239,12 +283,13 @@ class AgentLoop:
     async def tools_status(self) -> list[dict[str, Any]]:
         builtin = {"name": "builtin", "state": "on", "reason": "", "tools": len(self.toolbox.specs),
                    "side": "cloud", "restarts": 0}
-        return [builtin] + await self.hub.status.remote()
+        return [builtin] + await self._hub("status")
 
     async def providers_status(self) -> list[dict[str, Any]]:
         if self.router is None:
             return [{"key": "offline/offline", "ema": None, "retired": False}]
-        return await self.router.handle.snapshot.remote()
+        snapshot = await self.router.handle.snapshot.remote()
+        return await self.local.row(snapshot) if self.local else snapshot
 
 
 def _error(code: str, message: str) -> TurnError:

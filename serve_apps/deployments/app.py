@@ -8,7 +8,9 @@ from actors.camera.actor import CameraConfig
 from actors.session.actor import SessionConfig
 from actors.settings import ProviderConfig, Settings
 from actors.tools.config import McpConfig
+from actors.providers.local.wiring import local_config
 from serve_apps.deployments.agent_loop import AgentLoop
+from serve_apps.deployments.backpressure import serve_limits
 from serve_apps.deployments.gateway import Gateway
 from serve_apps.deployments.perception import perception_app
 from serve_apps.http.context import GatewayConfig
@@ -17,7 +19,8 @@ from serve_apps.http.context import GatewayConfig
 def session_config(settings: Settings, database_url: str) -> SessionConfig:
     """How conversations run, for the gateway's and the scheduler's alike."""
     return SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
-                         idle_seconds=settings.iriis_session_idle_seconds)
+                         idle_seconds=settings.iriis_session_idle_seconds, spares=settings.iriis_session_spares,
+                         prefer_resource=settings.iriis_session_prefer_resource)
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
@@ -30,7 +33,8 @@ def build_app(settings: Settings, database_url: str, key_hashes: list[str],
                             "target_ongoing_requests": 16},
     ).bind([p.model_dump() for p in providers], settings.iriis_provider_timeout, database_url,
            str(settings.iriis_home / "workspace"), mcp.model_dump(),
-           [p.model_dump() for p in learning] if learning else None)
+           [p.model_dump() for p in learning] if learning else None,
+           local_config(settings, hosted=bool(providers)))
     config = GatewayConfig(
         owner_key_hashes=key_hashes,
         database_url=database_url,
@@ -43,5 +47,8 @@ def build_app(settings: Settings, database_url: str, key_hashes: list[str],
                             idle_seconds=settings.iriis_camera_idle_seconds, ocr_every=settings.iriis_camera_ocr_every,
                             max_frame_bytes=settings.iriis_camera_max_frame_bytes),
     )
-    return Gateway.options(num_replicas=settings.iriis_gateway_replicas).bind(
-        agent=agent, config=config, perception=perception_app(gpus))
+    limit = settings.iriis_gateway_max_ongoing
+    return Gateway.options(num_replicas=settings.iriis_gateway_replicas, **serve_limits(limit),
+                           backpressure_config={"retry_after_s": settings.iriis_retry_after_seconds}).bind(
+        agent=agent, config=config, perception=perception_app(gpus), max_ongoing=limit,
+        retry_after=settings.iriis_retry_after_seconds)

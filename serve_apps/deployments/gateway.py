@@ -23,7 +23,10 @@ from starlette.routing import Route
 from actors.devices.privacy import event_for_reader
 from actors.errors import report
 from actors.logmask import install_log_masking
-from actors.session.actor import SessionNotFound, session_actor
+from actors.session.actor import SessionNotFound
+from actors.common.restart import through_restart
+from actors.session.durable import lost_turn
+from actors.session.pool import forget_session, session_handle
 from actors.session.events import (
     ENDS_TURN,
     Done,
@@ -34,6 +37,7 @@ from actors.session.events import (
 )
 from actors.store.models import HEALTH_CHANNEL, new_id
 from actors.store.store import Store
+from serve_apps.deployments import backpressure
 from serve_apps.http.agent_mcp import AgentMcpApp
 from serve_apps.http.context import GatewayConfig, GatewayContext
 from serve_apps.http.errors import ApiError, app
@@ -70,16 +74,25 @@ for _router in (memory_router, camera_router, people_router, devices_router, dev
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.
 HANDLE_CACHE = 1024
 
+_gate: backpressure.InFlight | None = None
 
+
+# Serve's limits sit above the replica's own gate (`backpressure`), which answers first in the
+# documented error shape; `build_app` sets both from IRIIS_GATEWAY_MAX_ONGOING.
 @serve.deployment(
     ray_actor_options={"num_cpus": 0},
-    max_ongoing_requests=200,
-    max_queued_requests=500,
+    max_ongoing_requests=500,
+    max_queued_requests=200,
+    backpressure_config={"retry_after_s": 2},
 )
 @serve.ingress(app)
 class Gateway:
-    def __init__(self, agent: Any, config: GatewayConfig, perception: Any = None) -> None:
+    def __init__(self, agent: Any, config: GatewayConfig, perception: Any = None,
+                 max_ongoing: int = 200, retry_after: int = 2) -> None:
         install_log_masking()
+        global _gate
+        if _gate is None:  # once per replica process, before the app serves anything
+            _gate = backpressure.install(app, max_ongoing, retry_after)
         self.agent = agent
         self.perception = perception
         self.config = config
@@ -135,14 +148,17 @@ class Gateway:
         for attempt in range(2):
             handle = self._sessions.get(session_id)
             if handle is None:
-                handle = session_actor(session_id, self.config.session, self.agent)
+                # A warm pooled actor adopts a new conversation (actors/session/pool.py).
+                handle = await session_handle(session_id, self.config.session, self.agent)
                 self._sessions[session_id] = handle
                 while len(self._sessions) > HANDLE_CACHE:
                     self._sessions.popitem(last=False)
             self._sessions.move_to_end(session_id)
             try:
                 # `open` is cheap once loaded, and it is how we learn a cached actor has exited.
-                channel = await handle.open.remote(create, HEALTH_CHANNEL if health_check else "chat")
+                # One restarting in place (killed, max_restarts) is waited for, not replaced.
+                channel = await through_restart(
+                    lambda: handle.open.remote(create, HEALTH_CHANNEL if health_check else "chat"))
                 if not channel:
                     raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
                 if health_check and channel != HEALTH_CHANNEL:
@@ -153,6 +169,7 @@ class Gateway:
             except RayActorError:
                 # It exited while idle (or crashed) since we cached it: start a fresh one.
                 self._sessions.pop(session_id, None)
+                await forget_session(session_id, handle, self.config.session, self.agent)
                 if attempt:
                     raise
         raise AssertionError("unreachable")
@@ -174,10 +191,8 @@ class Gateway:
                 report("gateway.chat", exc, path="/v1/chat", request={"session": session_id})
                 self._sessions.pop(session_id, None)
                 finished = True
-                yield sse(TurnError.of(
-                    "session_unavailable",
-                    "The conversation stopped unexpectedly; what was said so far is saved. "
-                    "Please send your message again."))
+                # Names the cause; the partial reply is in the store, marked interrupted.
+                yield sse(lost_turn(exc))
             finally:
                 if turn_id and not finished:
                     # The client left mid-turn: the actor decides (background goes on, else stop).

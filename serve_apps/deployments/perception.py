@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
     ray_actor_options={"num_cpus": 0},
     max_ongoing_requests=8,
     max_queued_requests=64,
+    # Past the queue a caller gets BackPressureError (503 with Retry-After over HTTP).
+    backpressure_config={"retry_after_s": 2},
     autoscaling_config={"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 2},
 )
 class Perception:

@@ -7,6 +7,7 @@ No `from __future__ import annotations`: FastAPI inspects the dependency types b
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.store.store import Store
 from actors.memory.embed_actor import remote_encoder
-from serve_apps.http.auth import key_matches, presented_key
+from serve_apps.http.auth import KEY_LAST_USED_KV, KeyRing, load_key_records, presented_key
 from serve_apps.http.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,10 @@ class GatewayContext:
     def __init__(self, *, store: Store, hashes: frozenset[str], config: GatewayConfig, agent: Any,
                  perception: Any, open_session: OpenSession, stream_turn: StreamTurn) -> None:
         self.store = store
-        self.hashes = hashes
+        # The fixed keys (IRIIS_OWNER_KEYS, this run's internal key) and the stored ones, which
+        # are reloaded every few seconds so a new or revoked key needs no restart.
+        self.keys = KeyRing(hashes)
+        self._key_refresh: asyncio.Task[None] | None = None
         self.config = config
         self.agent = agent
         self.perception = perception
@@ -57,6 +61,7 @@ class GatewayContext:
         self._open_session = open_session
         self._stream_turn = stream_turn
         self._encoder: Any = None
+        self._schedule_key_refresh()  # when built on the event loop; else the first request
 
     async def encoder(self) -> Any:
         """The cluster's shared sentence encoder, looked up once per replica (the actor
@@ -65,9 +70,39 @@ class GatewayContext:
             self._encoder = await remote_encoder()
         return self._encoder
 
+    @property
+    def hashes(self) -> frozenset[str]:
+        """Every key digest accepted right now (a stale copy starts a reload)."""
+        self._schedule_key_refresh()
+        return self.keys.hashes
+
     def owner_key(self, key: str | None) -> bool:
         """Whether `key` is one of the owner keys."""
-        return key_matches(key, self.hashes)
+        self._schedule_key_refresh()
+        return self.keys.check(key, time.time())
+
+    def _schedule_key_refresh(self) -> None:
+        if not self.keys.stale(time.monotonic()) or (self._key_refresh and not self._key_refresh.done()):
+            return
+        try:
+            self._key_refresh = asyncio.get_running_loop().create_task(self.refresh_keys())
+        except RuntimeError:  # no loop (a synchronous caller): the next async one reloads
+            pass
+
+    async def refresh_keys(self, force: bool = False) -> None:
+        """Reload the stored keys when stale (or `force`), and write back their last uses."""
+        if not (force or self.keys.stale(time.monotonic())):
+            return
+        try:
+            records = await load_key_records(self.store)
+            self.keys.load([r["hash"] for r in records], time.monotonic())
+            due = self.keys.due_writes(time.time())
+            if due:
+                used = dict(await self.store.get_kv(KEY_LAST_USED_KV, {}) or {})
+                used.update(due)
+                await self.store.set_kv(KEY_LAST_USED_KV, used)
+        except Exception:  # noqa: BLE001 - keep the last copy; the fixed keys always work
+            log.exception("could not reload the owner keys")
 
     def owner(self, connection: HTTPConnection) -> None:
         """Raises ApiError: 403 `forbidden` for a device token, 401 `unauthorized` otherwise,
@@ -95,6 +130,24 @@ class GatewayContext:
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, RayActorError):
                 raise result
+
+    async def retire_session(self, session_id: str) -> bool:
+        """Write a live conversation's buffer and end its actor (it is rebuilt from the store
+        on demand), so a rename or delete in the store is not overwritten. False, leaving it
+        alone, while a turn is running."""
+        import ray
+
+        actor = (await live_sessions_async()).get(session_id)
+        if actor is None:
+            return True
+        try:
+            if (await actor.state.remote()).get("running"):
+                return False
+            await actor.flush.remote()
+            ray.kill(actor, no_restart=True)
+        except RayActorError:
+            pass
+        return True
 
     async def live_session_holding(self, message_id: str) -> str | None:
         """A message not flushed yet lives only in its session actor: ask the live ones."""

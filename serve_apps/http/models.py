@@ -48,6 +48,26 @@ class AuthCheck(BaseModel):
     ok: bool
 
 
+class OwnerKeyPublic(BaseModel):
+    """An owner key as listed: its label and last use, never the key or its hash."""
+
+    id: int
+    label: str
+    created: float | None = None
+    last_used: float | None = None
+    current: bool = False
+    revocable: bool = True
+
+
+class OwnerKeyList(Page[OwnerKeyPublic]):
+    # Keys from IRIIS_OWNER_KEYS: accepted, but changed only in the environment.
+    from_environment: int = 0
+
+
+class OwnerKeyCreated(OwnerKeyPublic):
+    key: str
+
+
 class Deleted(BaseModel):
     id: int | str
     deleted: bool
@@ -68,6 +88,11 @@ class SessionPublic(BaseModel):
 
 class SessionList(Page[SessionPublic]):
     pass
+
+
+class SessionRenamed(BaseModel):
+    id: str
+    title: str
 
 
 class MessagePublic(Open):

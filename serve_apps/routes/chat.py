@@ -1,5 +1,6 @@
 """Conversations: chat (streamed as SSE), following a running turn again, cancelling it, the
-session list, a session's messages and state, and deleting a message.
+session list, a session's messages and state, renaming or deleting a conversation, and
+deleting a message.
 
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
@@ -14,6 +15,7 @@ from actors.common.provenance import untrusted
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import for_reader
 from actors.devices.repository import conversation_person
+from actors.store.conversations import MAX_TITLE, clean_title, delete_conversation, rename_conversation
 from actors.store.models import new_id
 from serve_apps.http.bodies import SESSION_ID, check_session_id
 from serve_apps.http.context import GatewayContext
@@ -21,9 +23,11 @@ from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError
 from serve_apps.http.models import (
     Cancelled,
+    Deleted,
     MessageDeleted,
     MessageList,
     SessionList,
+    SessionRenamed,
     SessionState,
     page,
 )
@@ -50,6 +54,10 @@ class ChatRequest(BaseModel):
     # from its start, so its actions need the owner's yes. Only untrusted sources are taken:
     # `owner` and `system` here are ignored.
     sources: list[Annotated[str, Field(min_length=1, max_length=160)]] = Field(default_factory=list, max_length=8)
+
+
+class RenameRequest(BaseModel):
+    title: str = Field(min_length=1, max_length=MAX_TITLE)
 
 
 class CancelRequest(BaseModel):
@@ -132,3 +140,31 @@ async def delete_message(message_id: str, _owner: Owner, gw: GatewayDep) -> Mess
         # Stored but older than what the actor keeps in memory: delete it in the store alone.
         await gw.store.write_batch([], [], deleted_ids=[message_id])
     return MessageDeleted(id=message_id, deleted=True)
+
+
+async def _retired(gw: GatewayContext, session_id: str) -> None:
+    """Raises ApiError 409 `turn_running` while the conversation has a turn in progress."""
+    if not await gw.retire_session(session_id):
+        raise ApiError(409, "turn_running", "A reply is still being written; stop it or wait, then try again.")
+
+
+@router.patch("/v1/sessions/{session_id}")
+async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw: GatewayDep) -> SessionRenamed:
+    check_session_id(session_id)
+    title = clean_title(body.title)
+    if not title:
+        raise ApiError(422, "invalid_request", "title: give the conversation a name")
+    await _retired(gw, session_id)
+    if not await rename_conversation(gw.store, session_id, title):
+        raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+    return SessionRenamed(id=session_id, title=title)
+
+
+@router.delete("/v1/sessions/{session_id}")
+async def delete_session(session_id: str, _owner: Owner, gw: GatewayDep) -> Deleted:
+    """The conversation and its messages, for good (what memory learned from it stays)."""
+    check_session_id(session_id)
+    await _retired(gw, session_id)
+    if not await delete_conversation(gw.store, session_id):
+        raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+    return Deleted(id=session_id, deleted=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import ray
 from fastapi import APIRouter, WebSocket
+from ray.exceptions import ActorDiedError, RayActorError
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -24,6 +25,7 @@ from actors.camera.events import CameraEvent, Hello, State
 from actors.camera.messages import Signal
 from actors.camera.stream import StreamCore
 from actors.common.errors import ErrorInfo
+from actors.common.restart import through_restart
 from actors.errors import report
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
@@ -59,40 +61,52 @@ class Sender:
 
 
 class RemoteCamera:
-    """The CameraPort over the stream's CameraActor handle."""
+    """The CameraPort over the stream's CameraActor handle. The actor restarts in place when
+    killed: a call that met the death is made once more, after `start` (which restores the
+    stream's settings from the store)."""
 
     def __init__(self, handle: Any) -> None:
         self.handle = handle
 
+    async def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return await getattr(self.handle, method).remote(*args)
+        except ActorDiedError:
+            raise
+        except RayActorError:
+            # Restarting in place: once it is back (settings restored), the call is made again.
+            await through_restart(lambda: self.handle.start.remote())
+            return await through_restart(lambda: getattr(self.handle, method).remote(*args))
+
     async def start(self) -> dict[str, Any]:
-        return await self.handle.start.remote()
+        return await self._call("start")
 
     async def ask(self, question: str) -> Any:
-        return await self.handle.ask.remote(question)
+        return await self._call("ask", question)
 
     async def set_goal(self, goal: str) -> None:
-        await self.handle.set_goal.remote(goal)
+        await self._call("set_goal", goal)
 
     async def set_procedure(self, procedure_id: int | None) -> State | ErrorInfo:
-        return await self.handle.set_procedure.remote(procedure_id)
+        return await self._call("set_procedure", procedure_id)
 
     async def set_coach(self, on: bool, interval: float | None) -> None:
-        await self.handle.set_coach.remote(on, interval)
+        await self._call("set_coach", on, interval)
 
     async def review(self, seconds: float, question: str, file_id: int | None) -> int:
-        return await self.handle.review.remote(seconds, question, file_id)
+        return await self._call("review", seconds, question, file_id)
 
     async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
-        return await self.handle.confirm.remote(confirmation_id, approve, pin)
+        return await self._call("confirm", confirmation_id, approve, pin)
 
     async def signal(self, sender: str, message: dict[str, Any]) -> bool:
-        return await self.handle.signal.remote(sender, message)
+        return await self._call("signal", sender, message)
 
     async def observe(self, perception: dict[str, Any], frame: Any) -> dict[str, Any]:
-        return await self.handle.observe.remote(perception, [frame])  # in a list: passed as a ref
+        return await self._call("observe", perception, [frame])  # in a list: passed as a ref
 
     async def observe_text(self, text: str) -> None:
-        await self.handle.observe_text.remote(text)
+        await self._call("observe_text", text)
 
 
 class RemotePerception:
@@ -109,8 +123,20 @@ class RemotePerception:
 
 
 async def _forward(handle: Any, listener: str, send: Sender) -> None:
-    async for ref in handle.events.options(num_returns="streaming").remote(listener):
-        await send(await ref)
+    """The actor's events onto the socket. The owner's stream follows an actor restarted in
+    place (subscribing again after `start`); a viewer's ends with it."""
+    while True:
+        try:
+            async for ref in handle.events.options(num_returns="streaming").remote(listener):
+                await send(await ref)
+            return
+        except ActorDiedError:
+            return
+        except RayActorError:
+            if listener != "owner":
+                return
+            log.warning("camera actor restarted; following its events again")
+            await through_restart(lambda: handle.start.remote())
 
 
 async def _receive(ws: WebSocket, idle: float) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from actors.devices import repository as repo
 from actors.devices.actor import device_actor
 from actors.common.errors import ErrorInfo
+from actors.common.restart import through_restart
 from actors.devices.frames import (BadFrame, BadHello, ByeFrame, Close, EventFrame, Hello, PingFrame, PongFrame,
                                    ResultFrame, UnknownFrame, Welcome, encode)
 from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKED, CLOSE_SILENT, CLOSE_TOO_BIG,
@@ -148,14 +149,23 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
     actor, welcome = await _connect(gw, device, conn_id, hello, limits)
     await sock.send(welcome)
     outcome: list[_Closed] = []
+    latest = [hello]
 
     async def pump() -> None:
         """Frames the actor has for the device, and the close it asks for."""
+        nonlocal actor
         while True:
             try:
                 frames = await actor.take.remote(conn_id, TAKE_SECONDS)
             except RayActorError:
-                raise _Closed(1011, "the device's actor stopped") from None
+                # The actor died (killed, its node lost) and restarts empty: this socket
+                # registers again with the hello it holds; the device sees no close.
+                try:
+                    actor, _welcome = await through_restart(lambda: _connect(gw, device, conn_id, latest[0], limits))
+                except RayActorError:
+                    raise _Closed(1011, "the device's actor stopped") from None
+                log.warning("device %s: its actor restarted; the connection was registered again", device.id)
+                continue
             for frame in frames:
                 if isinstance(frame, Close):
                     raise _Closed(frame.code, frame.reason)
@@ -184,10 +194,17 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
                 continue
             elif isinstance(frame, (ResultFrame, EventFrame)):
                 method = actor.result if isinstance(frame, ResultFrame) else actor.event
-                problem: ErrorInfo | None = await method.remote(conn_id, frame)
+                try:
+                    problem: ErrorInfo | None = await method.remote(conn_id, frame)
+                except RayActorError:
+                    # Its actor is restarting (the pump registers this socket again): the frame
+                    # was not taken, and the device is told so rather than disconnected.
+                    problem = ErrorInfo(code="restarting", message="the server was restarting this device's "
+                                        "state; that frame was not taken, send it again")
                 if problem is not None:
                     await sock.send_error(problem)
             elif isinstance(frame, Hello):
+                latest[0] = frame
                 answer = await actor.rehello.remote(conn_id, frame)
                 if answer is not None:
                     await sock.send(answer)

@@ -1,0 +1,108 @@
+"""llama-cpp-python's OpenAI-compatible server as a child process on a loopback port.
+
+Why a child process and not `llama_cpp.Llama` inside the actor: the server already speaks the
+API the router uses (streaming, `response_format` with a schema), so the local model is one
+more provider on the same adapter, with the same timeouts and health records; a crash in
+native code ends the child, not the actor, which restarts it; and the same slot is what a GPU
+cluster fills with vLLM or Ray Serve LLM at another base URL. No Ray import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+
+import httpx
+
+PDEATHSIG = 1  # prctl(PR_SET_PDEATHSIG): the child dies with its parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def command(python: str, model: Path, alias: str, port: int, n_ctx: int, threads: int) -> list[str]:
+    return [python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
+            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+            "--n_threads", str(threads), "--n_threads_batch", str(threads),
+            # A new request must wait, not cut off the answer someone is hearing.
+            "--interrupt_requests", "false", "--verbose", "false"]
+
+
+class LlamaServer:
+    def __init__(self, model: Path, alias: str, n_ctx: int, threads: int | None = None,
+                 python: str = sys.executable) -> None:
+        self.model, self.alias, self.n_ctx = model, alias, n_ctx
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.python = python
+        self.port = 0
+        self.proc: subprocess.Popen[str] | None = None
+        self.tail: deque[str] = deque(maxlen=20)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def last_words(self) -> str:
+        lines = [ln for ln in self.tail if ln.strip() and "warn" not in ln.lower()]
+        return lines[-1].strip()[:200] if lines else "no output"
+
+    async def start(self, timeout: float = 300.0) -> None:
+        """Start the child and wait until it lists its model; raises RuntimeError saying why
+        it did not come up."""
+        self.port = free_port()
+        self.proc = subprocess.Popen(command(self.python, self.model, self.alias, self.port, self.n_ctx, self.threads),
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     preexec_fn=_die_with_parent)
+        asyncio.get_running_loop().run_in_executor(None, self._read)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with httpx.AsyncClient() as client:
+            while loop.time() < deadline:
+                if not self.running():
+                    raise RuntimeError(f"the llama.cpp server exited while loading {self.model.name}: "
+                                       f"{self.last_words()}")
+                try:
+                    resp = await client.get(f"{self.base_url}/models", timeout=2.0)
+                    if resp.status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the llama.cpp server did not come up within {timeout:.0f} s")
+
+    def _read(self) -> None:
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return
+        for line in proc.stdout:
+            self.tail.append(line)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)

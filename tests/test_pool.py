@@ -1,0 +1,101 @@
+"""The session pool: a warm spare adopts a new conversation, the registry hands every caller
+the same actor, a crash restarts it in place as the same conversation, and an idle exit is
+followed by a fresh actor rebuilt from the store. Real Ray, real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import ray
+
+from actors.session.actor import SessionConfig, live_sessions_async
+from actors.session.pool import find_session, forget_session, registry, session_handle
+from actors.store.migrate import migrate
+from actors.store.store import Store
+
+pytestmark = pytest.mark.ray
+
+
+async def until(call, check, timeout: float = 30.0, errors: tuple[type[BaseException], ...] = ()):
+    """Await `call()` until `check` holds on its answer (calls that raise `errors` are retried)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            value = await call()
+            if check(value):
+                return value
+        except errors:
+            pass
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture
+async def config(ray_session: None, tmp_path: Path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'pool.sqlite3'}"
+    store = Store.open(url)
+    await migrate(store)
+    await store.close()
+    cfg = SessionConfig(database_url=url, idle_seconds=2.0, spares=1)
+    yield cfg
+    from actors.session import pool
+
+    if pool._registry is not None:
+        await pool._registry.close.remote()
+        ray.kill(pool._registry, no_restart=True)
+        pool._registry = None
+    for handle in (await live_sessions_async()).values():
+        ray.kill(handle, no_restart=True)
+
+
+async def test_new_conversation_adopts_a_warm_spare(config: SessionConfig) -> None:
+    reg = await registry(config, None)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=60)
+
+    handle = await session_handle("conv-a", config, None)
+    assert await handle.open.remote(True, "chat") == "chat"
+    # The spare was used, and a new one is being started behind it.
+    counts = await reg.counts.remote()
+    assert counts["live"] == 1
+    again = await session_handle("conv-a", config, None)
+    assert again._actor_id == handle._actor_id
+    assert (await find_session("conv-a"))._actor_id == handle._actor_id
+    assert list(await live_sessions_async()) == ["conv-a"]
+    # Two different conversations never share an actor.
+    other = await session_handle("conv-b", config, None)
+    assert other._actor_id != handle._actor_id
+    assert await other.adopt.remote("conv-c") == "conv-b"
+
+
+async def test_concurrent_first_requests_get_one_actor(config: SessionConfig) -> None:
+    handles = await asyncio.gather(*(session_handle("conv-same", config, None) for _ in range(5)))
+    assert len({h._actor_id for h in handles}) == 1
+
+
+async def test_a_crashed_actor_comes_back_as_the_same_conversation(config: SessionConfig) -> None:
+    handle = await session_handle("conv-crash", config, None)
+    assert await handle.open.remote(True, "chat") == "chat"
+    os.kill(await handle.pid.remote(), signal.SIGKILL)
+    # Restarted in place (same handle), it takes back its conversation and finds it stored.
+    await until(lambda: handle.adopt.remote(""), lambda held: held == "conv-crash", timeout=60,
+                errors=(ray.exceptions.RayActorError,))
+    assert await handle.open.remote(False) == "chat"
+    await forget_session("conv-crash", handle, config, None)
+    assert (await session_handle("conv-crash", config, None))._actor_id == handle._actor_id
+
+
+async def test_after_idle_exit_a_fresh_actor_rebuilds_from_the_store(config: SessionConfig) -> None:
+    handle = await session_handle("conv-idle", config, None)
+    assert await handle.open.remote(True, "task") == "task"
+    with pytest.raises(ray.exceptions.RayActorError):
+        for _ in range(120):
+            await handle.adopt.remote("")
+            await asyncio.sleep(0.5)
+    await forget_session("conv-idle", handle, config, None)
+    fresh = await session_handle("conv-idle", config, None)
+    assert fresh._actor_id != handle._actor_id
+    assert await fresh.open.remote(False) == "task"

@@ -1,0 +1,378 @@
+"""Voice through the real `iriis serve`: speech made offline by piper streamed as PCM16 over
+GET /v1/voice/ws, transcribed by faster-whisper in the cluster's speech actor, answered by the
+scripted model, spoken back as numbered audio frames that transcribe to the reply; barge-in
+keeping only what was heard; an answered call where the agent speaks first; who may open it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from actors.voice import protocol as p
+from actors.voice.audio import resample_pcm
+from actors.voice.engines import SpeechService
+from tests.conftest import OWNER_KEY, OWNER_PIN
+from tests.device_client import pair
+from tests.scripted_openai import text as scripted_text
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "What is the weather like in London today?"
+REPLY = "It is sunny in London today. Take a light jacket for the evening."
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+class VoiceClient:
+    """A raw client of the voice socket: JSON events and audio frames, kept in arrival order."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.events: list[dict[str, Any]] = []
+        self.frames: list[tuple[int, int, bytes]] = []
+        self.order: list[str] = []   # "event:<type>" / "frame" as they came
+
+    async def next(self, timeout: float = 60) -> dict[str, Any] | tuple[int, int, bytes]:
+        message = await asyncio.wait_for(self.ws.recv(), timeout)
+        if isinstance(message, bytes):
+            frame = p.read_audio_frame(message)
+            self.frames.append(frame)
+            self.order.append("frame")
+            return frame
+        event = json.loads(message)
+        self.events.append(event)
+        self.order.append(f"event:{event['type']}")
+        return event
+
+    async def until(self, kind: str, timeout: float = 90) -> dict[str, Any]:
+        """Read until an event of `kind` (frames and other events are kept on the way)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                got = await self.next(timeout)
+                if isinstance(got, dict) and got["type"] == kind:
+                    return got
+
+    async def speak(self, pcm: bytes, piece: int = 3200) -> None:
+        """Stream an utterance as the microphone would, then mark its end."""
+        for i in range(0, len(pcm), piece):
+            await self.ws.send(pcm[i:i + piece])
+        await self.ws.send(json.dumps({"type": "end"}))
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind]
+
+
+def ws_url(server: Any, **query: str) -> str:
+    q = "&".join(f"{k}={v}" for k, v in query.items())
+    return server.url.replace("http://", "ws://") + "/v1/voice/ws" + (f"?{q}" if q else "")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="module")
+def voice_server(scripted, tmp_path_factory) -> Iterator[Any]:
+    """A server with no hosted speech configured: the offline engines do it all."""
+    from tests.server_proc import IRIIS, ServerProcess
+
+    home = tmp_path_factory.mktemp("home-voice")
+    (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
+    proc = ServerProcess(home, {
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"), "DATABASE_URL": "",
+        "OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "sk-scripted",
+        "IRIIS_CHAT_MODEL": "scripted-model", "IRIIS_LEARNING_MODEL": "scripted-learner",
+        "IRIIS_PROVIDERS": "", "IRIIS_OWNER_KEYS": OWNER_KEY, "IRIIS_PROVIDER_TIMEOUT": "10",
+    }).start()
+    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
+                   check=True, capture_output=True, text=True, timeout=60)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def speech() -> SpeechService:
+    """The same offline engines, in the test, to make the question and to check the answer."""
+    return SpeechService(environ={})
+
+
+async def spoken(speech: SpeechService, sentence: str) -> bytes:
+    said = await speech.synthesize(sentence)
+    return resample_pcm(said.pcm, p.OUTPUT_RATE, p.INPUT_RATE)
+
+
+def stored(server: Any, session_id: str) -> list[dict[str, Any]]:
+    with httpx.Client(base_url=server.url, timeout=60, headers=bearer(OWNER_KEY)) as client:
+        got = client.get(f"/v1/sessions/{session_id}/messages")
+        assert got.status_code == 200, got.text
+        return got.json()["data"]
+
+
+def last_user_message(model: Any) -> str:
+    return [m for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"][-1]["content"]
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+async def test_a_spoken_question_is_answered_aloud(voice_server, model, speech) -> None:
+    model.enqueue(scripted_text(REPLY))
+    question = await spoken(speech, QUESTION)
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        ready = await voice.until("ready")
+        assert ready["input_rate"] == 16_000 and ready["audio"]["rate"] == p.OUTPUT_RATE
+        await voice.speak(question)
+        transcript = await voice.until("transcript")
+        assert words(transcript["text"]) == words(QUESTION)
+        assert transcript["engine"] == "faster-whisper/tiny.en"
+        done = await voice.until("done")
+        spoken_event = await voice.until("spoken")
+    assert words(last_user_message(model)) == words(QUESTION)
+    sentences = voice.of("sentence")
+    assert [s["text"] for s in sentences] == ["It is sunny in London today.", "Take a light jacket for the evening."]
+    assert done["text"] == REPLY and not done["cancelled"]
+    # Frames numbered 0, 1, 2 ... sentence by sentence, the last one named by `spoken`.
+    seqs = [seq for seq, _pos, _pcm in voice.frames]
+    assert seqs == list(range(len(seqs))) and spoken_event["last_seq"] == seqs[-1]
+    positions = [pos for _seq, pos, _pcm in voice.frames]
+    assert positions == sorted(positions) and set(positions) == {0, 1}
+    # The first sentence's event comes before any audio, and audio of it before the turn ended
+    # would be allowed; what must hold is that each sentence is announced before it is heard.
+    assert voice.order.index("event:sentence") < voice.order.index("frame")
+    # The reply's audio says the reply's words.
+    audio = b"".join(pcm for _seq, _pos, pcm in voice.frames)
+    heard = await speech.transcribe(resample_pcm(audio, p.OUTPUT_RATE, p.INPUT_RATE), p.INPUT_RATE)
+    assert words(heard.text) == words(REPLY)
+    timings = spoken_event["timings"]
+    assert timings["stt_s"] > 0 and timings["tts_first_s"] > 0 and timings["end_to_first_audio_s"] > 0
+    history = stored(voice_server, ready["session_id"])
+    assert [(m["role"], m["content"]) for m in history] == [("user", transcript["text"]), ("assistant", REPLY)]
+
+
+async def test_barge_in_keeps_only_what_was_heard(voice_server, model, speech) -> None:
+    first = "The forecast has three parts."
+    rest = " " + " ".join(f"word{i}" for i in range(40)) + "."
+    model.enqueue(scripted_text(first + rest, chunk_delay=0.15))
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        ready = await voice.until("ready")
+        await ws.send(json.dumps({"type": "text", "text": "Tell me the forecast."}))
+        async with asyncio.timeout(90):
+            while len(voice.frames) < 4:
+                await voice.next()
+        # Cut in after four frames (0.8 s) of the first sentence's audio.
+        heard_seq = voice.frames[3][0]
+        await ws.send(json.dumps({"type": "interrupt", "heard_seq": heard_seq}))
+        done = await voice.until("done")
+        await ws.send(json.dumps({"type": "ping"}))
+        await voice.until("pong")
+    assert done["cancelled"]
+    assert done["text"] and first.startswith(done["text"]) and len(done["text"]) < len(first)
+    history = stored(voice_server, ready["session_id"])
+    reply = history[-1]
+    assert reply["role"] == "assistant" and reply["meta"]["interrupted"] is True
+    assert reply["content"] == done["text"] and "word" not in reply["content"]
+    # Only the first sentence was ever spoken, and nothing after the turn stopped.
+    assert {pos for _seq, pos, _pcm in voice.frames} == {0}
+    assert "frame" not in voice.order[voice.order.index("event:done"):]
+
+
+async def test_the_next_turn_knows_the_reply_was_cut(voice_server, model, speech) -> None:
+    model.enqueue(scripted_text("One moment please. " + " ".join(["more"] * 40), chunk_delay=0.15),
+                  scripted_text("Sure."))
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        await voice.until("ready")
+        await ws.send(json.dumps({"type": "text", "text": "Start."}))
+        async with asyncio.timeout(90):
+            while len(voice.frames) < 5:
+                await voice.next()
+        # Speaking over the reply: a new utterance interrupts it (last played reported first).
+        await ws.send(json.dumps({"type": "played", "seq": voice.frames[4][0]}))
+        await ws.send(json.dumps({"type": "text", "text": "Stop, next."}))
+        await voice.until("spoken", timeout=120)
+    assert [d["cancelled"] for d in voice.of("done")] == [True, False], httpx.get(voice_server.url + "/v1/errors", headers=bearer(OWNER_KEY)).text[-5000:]
+    assistant = [m for m in model.requests[-1]["body"]["messages"] if m["role"] == "assistant"][-1]
+    assert assistant["content"].startswith("One") and "more" not in assistant["content"]
+    assert "interrupted" in assistant["content"]
+
+
+async def test_an_answered_call_lets_the_agent_speak_first(voice_server, model) -> None:
+    model.enqueue(scripted_text("Hello, this is your reminder about the dentist."))
+    url = ws_url(voice_server, text="%5Bcall%20answered%5D%20dentist%20at%20three")
+    async with connect(url, additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        await voice.until("spoken")
+    assert last_user_message(model) == "[call answered] dentist at three"
+    assert voice.of("sentence")[0]["text"].startswith("Hello") and voice.frames
+
+
+# -- who may talk --------------------------------------------------------------------------------
+
+async def closed_with(url: str, headers: dict[str, str] | None = None) -> tuple[int, list[dict[str, Any]]]:
+    got: list[dict[str, Any]] = []
+    async with connect(url, additional_headers=headers or {}) as ws:
+        try:
+            while True:
+                got.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+        except ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd else 1006, got
+
+
+async def test_no_key_or_a_bad_one_is_refused_with_4401(voice_server) -> None:
+    code, events = await closed_with(ws_url(voice_server))
+    assert code == p.CLOSE_UNAUTHORIZED == 4401
+    assert events[0]["type"] == "error" and events[0]["code"] == "unauthorized" and events[0]["message"]
+    code, _ = await closed_with(ws_url(voice_server), bearer("not-the-key"))
+    assert code == 4401
+    code, _ = await closed_with(ws_url(voice_server, token="irad_" + "A" * 43))
+    assert code == 4401
+
+
+async def test_a_broken_message_closes_4400_and_oversized_audio_1009(voice_server) -> None:
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        await ws.recv()
+        await ws.send(json.dumps({"type": "shout"}))
+        error = json.loads(await ws.recv())
+        assert error["type"] == "error" and error["code"] == "bad_message"
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == p.CLOSE_PROTOCOL
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        await ws.recv()
+        await ws.send(b"\x00" * p.MAX_UPSTREAM_FRAME)  # at the limit: taken
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await ws.recv())["type"] == "pong"
+        await ws.send(b"\x00" * (p.MAX_UPSTREAM_FRAME + 2))
+        with pytest.raises(ConnectionClosed) as closed:
+            await ws.recv()
+        assert closed.value.rcvd.code == p.CLOSE_TOO_BIG
+
+
+async def test_a_device_token_talks_for_its_person_and_not_into_others_history(voice_server, model) -> None:
+    from tests.test_devices_agent import add_member
+
+    device = await asyncio.to_thread(pair, voice_server.url, OWNER_KEY, OWNER_PIN)
+    model.enqueue(scripted_text("Hi from the agent."))
+    async with connect(ws_url(voice_server), additional_headers=bearer(device["token"])) as ws:
+        voice = VoiceClient(ws)
+        ready = await voice.until("ready")
+        await ws.send(json.dumps({"type": "text", "text": "Hello from my laptop."}))
+        done = await voice.until("done")
+        await voice.until("spoken")
+    assert done["text"] == "Hi from the agent." and voice.frames
+    owners_session = ready["session_id"]
+    assert stored(voice_server, owners_session)[-1]["content"] == "Hi from the agent."
+
+    member = await add_member(voice_server, "voice-member@example.com")
+    member_token = member["Authorization"].split(" ", 1)[1]
+    theirs = await asyncio.to_thread(pair, voice_server.url, member_token, "1357")
+    code, _ = await closed_with(ws_url(voice_server, session_id=owners_session), bearer(theirs["token"]))
+    assert code == p.CLOSE_NO_SESSION
+    # Their own conversation opens.
+    async with connect(ws_url(voice_server), additional_headers=bearer(theirs["token"])) as ws:
+        assert json.loads(await ws.recv())["type"] == "ready"
+    # A revoked device is refused at once.
+    with httpx.Client(base_url=voice_server.url, timeout=60, headers=member) as client:
+        assert client.delete(f"/v1/me/devices/{theirs['device_id']}").status_code == 200
+    code, _ = await closed_with(ws_url(voice_server), bearer(theirs["token"]))
+    assert code == p.CLOSE_UNAUTHORIZED
+
+
+# -- the page: the voice module in Chromium with a fake microphone --------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+async def browser_page(server: Any, wav: str | None = None):
+    from playwright.async_api import async_playwright
+
+    args = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            "--autoplay-policy=no-user-gesture-required"]
+    if wav:
+        args.append(f"--use-file-for-fake-audio-capture={wav}%noloop")
+    pw = await async_playwright().start()
+    browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    page = await browser.new_page()
+    await page.goto(server.url + "/healthz")
+
+    async def close() -> None:
+        await browser.close()
+        await pw.stop()
+    return page, close
+
+
+async def test_two_overlapping_recordings_each_decode(voice_server) -> None:
+    import base64
+    import io
+
+    import av
+
+    page, close = await browser_page(voice_server)
+    try:
+        blobs = await page.evaluate("""async () => {
+            const { Recorder } = await import("/static/js/voice.js");
+            const stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+            const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+            const first = new Recorder(stream, "audio/webm").start(100);
+            await sleep(400);
+            const second = new Recorder(stream, "audio/webm").start(100);
+            await sleep(800);
+            const a = await first.stop();
+            await sleep(400);
+            const b = await second.stop();
+            const b64 = async (blob) => {
+                const bytes = new Uint8Array(await blob.arrayBuffer());
+                let s = ""; for (const x of bytes) s += String.fromCharCode(x); return btoa(s);
+            };
+            return [await b64(a), await b64(b)];
+        }""")
+    finally:
+        await close()
+    for encoded in blobs:
+        data = base64.b64decode(encoded)
+        assert data[:4] == b"\x1a\x45\xdf\xa3"  # each file starts with its own EBML header
+        with av.open(io.BytesIO(data)) as container:
+            decoded = sum(frame.samples for frame in container.decode(audio=0))
+        assert decoded > 0
+
+
+async def test_the_page_talks_hands_free_with_a_fake_microphone(voice_server, model, speech, tmp_path) -> None:
+    from actors.voice.audio import wav_bytes
+
+    model.enqueue(scripted_text(REPLY))
+    silence = b"\x00\x00" * (p.INPUT_RATE // 2)
+    wav = tmp_path / "question.wav"
+    wav.write_bytes(wav_bytes(silence + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
+    page, close = await browser_page(voice_server, str(wav))
+    try:
+        await page.evaluate("""async (token) => {
+            const { mountVoice } = await import("/static/js/voice.js");
+            window.voiceEvents = [];
+            window.voice = mountVoice(document.body, { token, onEvent: (e) => window.voiceEvents.push(e) });
+        }""", OWNER_KEY)
+        await page.wait_for_function("window.voiceEvents.some((e) => e.type === 'ready')", timeout=60_000)
+        await page.check(".voice-handsfree input")
+        await page.wait_for_function("window.voiceEvents.some((e) => e.type === 'spoken')", timeout=120_000)
+        events = await page.evaluate("window.voiceEvents")
+        shown = await page.inner_text(".voice-transcript")
+    finally:
+        await close()
+    transcript = next(e for e in events if e["type"] == "transcript")
+    assert words(transcript["text"]) == words(QUESTION)
+    # The live transcript shows what was said, then the reply as it was spoken.
+    said, answered = " ".join(words(transcript["text"])), " ".join(words(REPLY))
+    assert " ".join(words(shown)).startswith(said) and answered in " ".join(words(shown))
