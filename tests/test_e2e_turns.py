@@ -218,6 +218,13 @@ def test_uploads_have_limits_and_ranges(client) -> None:
     assert part.headers["content-range"] == "bytes 10-19/100"
     assert client.get(f"/v1/files/{f['id']}", headers={"Range": "bytes=100-"}).status_code == 416
     assert client.post("/v1/files", files={"file": ("e.txt", b"", "text/plain")}).status_code == 422
+    # An uploaded page is a download, never a page on the app's origin; a photo shows inline.
+    page = client.get(f"/v1/files/{upload(client, 'x.html', b'<script>1</script>', 'text/html')['id']}")
+    assert page.headers["content-disposition"].startswith("attachment;")
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "sandbox" in page.headers["content-security-policy"]
+    photo = client.get(f"/v1/files/{upload(client, 'p.png', b'89PNG-bytes', 'image/png')['id']}")
+    assert photo.headers["content-disposition"].startswith("inline;")
 
 
 def test_long_conversations_fold_their_start_into_a_summary(client, model) -> None:

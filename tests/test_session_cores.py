@@ -319,3 +319,21 @@ def test_a_background_task_distils_at_once_and_chat_work_waits_for_the_session_e
 def test_a_work_summary_names_the_ask_each_tool_and_the_reply() -> None:
     assert work_summary(exchange("add them", "It is 4.", TOOLS)) == (
         "Asked: add them\nTools: calculate -> done: 4\nReplied: It is 4.")
+
+
+def test_a_written_reply_cut_off_while_its_audio_played_keeps_only_what_was_heard() -> None:
+    from actors.session.core import SessionCore
+
+    core = SessionCore("s-heard")
+    core.create()
+    core.add("user", "Tell me the forecast.")
+    reply = core.add("assistant", "The forecast has three parts. Then rain, wind and sun.")
+    user = core.history[0]
+    assert core.keep_heard(user.id, "Tell") is None                      # only a reply can be cut
+    assert core.keep_heard(reply.id, "") is None                         # nothing heard: unchanged
+    assert core.keep_heard(reply.id, reply.content + " more") is None    # nothing to cut
+    fixed = core.keep_heard(reply.id, " The forecast has three parts. ")
+    assert fixed is not None and fixed.id == reply.id
+    assert fixed.content == "The forecast has three parts." and fixed.meta["interrupted"] is True
+    assert core.history[-1] == fixed
+    assert core.buffer.unsaved_messages >= 1

@@ -189,6 +189,30 @@ async def test_barge_in_keeps_only_what_was_heard(voice_server, model, speech) -
     assert "frame" not in voice.order[voice.order.index("event:done"):]
 
 
+async def test_barge_in_after_the_reply_was_written_still_cuts_it(voice_server, model, speech) -> None:
+    # The model finishes at once; its audio takes seconds. Cutting in while it plays must keep
+    # only what was heard, as when the model was still writing.
+    first = "The forecast has three parts."
+    rest = " After that " + " ".join(f"word{i}" for i in range(30)) + "."
+    model.enqueue(scripted_text(first + rest))
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        ready = await voice.until("ready")
+        await ws.send(json.dumps({"type": "text", "text": "Tell me the forecast."}))
+        done = await voice.until("done", timeout=90)
+        assert not done["cancelled"]
+        async with asyncio.timeout(90):
+            while len(voice.frames) < 4:
+                await voice.next()
+        await ws.send(json.dumps({"type": "interrupt", "heard_seq": voice.frames[3][0]}))
+        await ws.send(json.dumps({"type": "ping"}))
+        await voice.until("pong")
+    reply = stored(voice_server, ready["session_id"])[-1]
+    assert reply["role"] == "assistant" and reply["meta"]["interrupted"] is True
+    assert first.startswith(reply["content"]) and 0 < len(reply["content"]) < len(first)
+    assert "word" not in reply["content"]
+
+
 async def test_the_next_turn_knows_the_reply_was_cut(voice_server, model, speech) -> None:
     model.enqueue(scripted_text("One moment please. " + " ".join(["more"] * 40), chunk_delay=0.15),
                   scripted_text("Sure."))

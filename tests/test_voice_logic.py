@@ -106,6 +106,16 @@ def test_nothing_played_keeps_nothing_and_a_fragment_that_recurs_later_falls_bac
     assert log2.heard(0).heard_index == -1
 
 
+def test_heard_text_spells_out_what_a_cancel_keeps() -> None:
+    log = PlayLog()
+    _turn(log, [("Paris is sunny today.", 300), ("It will rain tomorrow and after.", 1000)])
+    assert log.heard_text(log.heard(2)) == "Paris is sunny today."
+    assert log.heard_text(log.heard(5)) == "Paris is sunny today. It will"
+    log2 = PlayLog()
+    _turn(log2, [("Wonderful.", 1000)])
+    assert log2.heard_text(log2.heard(None)) == ""
+
+
 def test_reports_move_forward_only_and_sequences_go_on_across_turns() -> None:
     log = PlayLog()
     _turn(log, [("One two three four.", 400)])

@@ -209,6 +209,15 @@ class SessionActor:
         """Stop the running turn now (barge-in); does not wait behind the turn lock."""
         return self.desk.cancel(Cancel(heard=heard, heard_index=heard_index))
 
+    async def keep_heard(self, message_id: str, heard: str) -> bool:
+        """Barge-in after the reply was written (its audio still playing): the stored reply
+        keeps only what was heard, marked interrupted, written before this returns."""
+        self.idle.touch()
+        if self.core.keep_heard(message_id, heard) is None:
+            return False
+        await self.durable.flush()
+        return True
+
     async def request_confirmation(self, turn_id: str, request: ConfirmRequest) -> bool:
         """Called by the AgentLoop: ask the owner through the turn's stream and wait."""
         return await turns.ask(self.desk, self.confirmations, turn_id, request)

@@ -86,6 +86,23 @@ class SessionCore:
         self.buffer.delete(self.pending.id)
         self.pending = None
 
+    def keep_heard(self, message_id: str, heard: str) -> MessageRecord | None:
+        """A reply the owner cut off after it was written (voice still playing it): keep only
+        what was heard, marked interrupted. None when there is no such reply or nothing to cut."""
+        heard = heard.strip()
+        for index in range(len(self.history) - 1, -1, -1):
+            message = self.history[index]
+            if message.id != message_id:
+                continue
+            if message.role != "assistant" or not heard or len(heard) >= len(message.content.strip()):
+                return None
+            fixed = message.model_copy(update={"content": heard,
+                                               "meta": {**(message.meta or {}), "interrupted": True}})
+            self.history[index] = fixed
+            self.buffer.add(fixed)
+            return fixed
+        return None
+
     def create(self, channel: str = "chat") -> None:
         self.conversation = ConversationRecord(id=self.session_id, channel=channel)
         self.buffer.touch(self.conversation)

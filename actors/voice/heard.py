@@ -71,6 +71,16 @@ class PlayLog:
         return Cancel(heard=fragment)
 
 
+    def heard_text(self, cancel: Cancel) -> str:
+        """The words `cancel` (from `heard`) keeps, spelled out: for a reply that was already
+        written in full when the person cut in, so the stored reply can be cut to them."""
+        if cancel.heard is not None and self.played is not None and self.played in self.marks:
+            position = self.marks[self.played].position
+            return " ".join([*self.sentences[:position], cancel.heard])
+        index = cancel.heard_index if cancel.heard_index is not None else -1
+        return " ".join(self.sentences[:index + 1])
+
+
 def words_for(text: str, fraction: float) -> str:
     """The start of `text` spoken in `fraction` of its audio: whole words only, by length,
     cut from `text` itself (so the session finds it there)."""

@@ -1,15 +1,37 @@
-"""Serving stored bytes with HTTP byte ranges (audio and video seek with these)."""
+"""Serving stored bytes with HTTP byte ranges (audio and video seek with these).
+
+Uploaded bytes are someone's content, not our page: only media a browser shows without running
+it (images other than SVG, audio, video, PDF) is served inline. Anything else (HTML, SVG,
+scripts) is a download, never sniffed, and sandboxed if opened anyway, so an uploaded page can
+never run on the app's origin with its cookie.
+"""
 
 import re
+from urllib.parse import quote
 
 from fastapi.responses import Response
 
 RANGE = re.compile(r"\s*bytes=(\d*)-(\d*)\s*")
+INLINE_PREFIXES = ("image/", "audio/", "video/")
+NOT_INLINE = {"image/svg+xml"}
+
+
+def content_headers(mime: str, name: str) -> dict[str, str]:
+    """Disposition and safety headers for serving an uploaded file."""
+    mime = mime.split(";")[0].strip().lower()
+    inline = (mime.startswith(INLINE_PREFIXES) or mime == "application/pdf") and mime not in NOT_INLINE
+    ascii_name = re.sub(r'[^A-Za-z0-9._ -]', "_", name)[:150] or "file"
+    disposition = f"{'inline' if inline else 'attachment'}; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"
+    headers = {"Content-Disposition": disposition, "X-Content-Type-Options": "nosniff"}
+    if not inline:
+        # Opened anyway (a download a browser chose to show): no script, no origin.
+        headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    return headers
 
 
 def byte_range_response(data: bytes, mime: str, name: str, range_header: str | None) -> Response:
     """Serve bytes whole (200) or one `bytes=` range (206); an unsatisfiable range is 416."""
-    headers = {"Accept-Ranges": "bytes", "Content-Disposition": f'inline; filename="{name}"'}
+    headers = {"Accept-Ranges": "bytes", **content_headers(mime, name)}
     size = len(data)
     if not range_header:
         return Response(data, media_type=mime, headers=headers)

@@ -27,7 +27,7 @@ from actors.devices.people import OWNER_ID
 from actors.devices.privacy import event_for_reader
 from actors.devices.repository import claim_conversation, conversation_person
 from actors.errors import report
-from actors.session.events import ENDS_TURN, Sentence, TurnStarted
+from actors.session.events import ENDS_TURN, Done, Sentence, TurnStarted
 from actors.store.models import new_id
 from actors.voice import protocol as p
 from actors.voice.heard import PlayLog
@@ -72,6 +72,7 @@ class VoiceConnection:
         self.queue: SpeechQueue | None = None
         self.ended_at: float | None = None   # the last end of utterance (for the timings)
         self.stt_seconds: float | None = None
+        self.reply_id: str | None = None     # the running turn's saved reply, once it is written
 
     # -- sending ------------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class VoiceConnection:
     async def _turn(self, text: str) -> None:
         me = asyncio.current_task()
         self.log.new_turn()
+        self.reply_id = None
         queue = self.queue = SpeechQueue(self.synthesize, self.send_frame, self.log, p.FRAME_SAMPLES)
         started = time.monotonic()
         try:
@@ -116,6 +118,8 @@ class VoiceConnection:
                 await self.send_json(p.turn_event_wire(event_for_reader(event, True)))
                 if isinstance(event, Sentence):
                     queue.add(event.text)
+                if isinstance(event, Done) and not event.cancelled:
+                    self.reply_id = event.message_id
                 if event.type in ENDS_TURN:
                     break
         except asyncio.CancelledError:
@@ -169,13 +173,21 @@ class VoiceConnection:
                 "turn_to_first_audio_s": span(started, t.first_frame)}
 
     async def interrupt(self, heard_seq: int | None) -> None:
-        """Barge-in: stop the audio, cancel the turn; history keeps what was heard."""
+        """Barge-in: stop the audio, cancel the turn; history keeps what was heard.
+
+        Audio goes out faster than it plays, so the turn (and even its audio) may be finished
+        here while the person still hears it: the saved reply is then cut to what was heard."""
         if not self.utter.responding:
+            if self.reply_id is not None and heard_seq is not None:
+                await self.handle.keep_heard.remote(self.reply_id, self.log.heard_text(self.log.heard(heard_seq)))
             return
         if self.queue is not None:
             self.queue.stop()
         cancel = self.log.heard(heard_seq)
-        await self.handle.cancel.remote(cancel.heard, cancel.heard_index)
+        if self.reply_id is None:
+            await self.handle.cancel.remote(cancel.heard, cancel.heard_index)
+        else:  # the reply is already saved (its `done` came): cut the saved reply instead
+            await self.handle.keep_heard.remote(self.reply_id, self.log.heard_text(cancel))
         self.utter.interrupted()
 
     # -- input --------------------------------------------------------------------------
