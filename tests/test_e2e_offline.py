@@ -4,6 +4,7 @@ printed once, and shutdown by SIGTERM or SIGINT losing nothing that was accepted
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -50,7 +51,9 @@ def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> 
     finally:
         code = first.stop(signal.SIGTERM)
     assert code == 0
-    assert "flushed 5 buffered writes" in first.output()  # conversation row update + 4 messages
+    # The 4 messages were written before each `done`: at most the conversation's batched
+    # `updated` stamp is left for the shutdown flush (the restart below reads the messages back).
+    assert re.search(r"flushed [01] buffered writes", first.output()), first.output()[-2000:]
     assert key not in first.output().replace(f"    {key}", "").replace(f"#key={key}", "")
 
     second = ServerProcess(home, env).start()
