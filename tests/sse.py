@@ -28,7 +28,9 @@ def chat(client: httpx.Client, key: str, message: str, session_id: str | None = 
         body["session_id"] = session_id
     with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {key}"},
                        timeout=timeout) as resp:
-        assert resp.status_code == 200, resp.read()
+        if resp.status_code != 200:  # say what the server logged, not only that it failed
+            errors = client.get("/v1/errors", headers={"Authorization": f"Bearer {key}"}).text[-4000:]
+            raise AssertionError(f"{resp.status_code} {resp.read()!r}; recent server errors: {errors}")
         return list(iter_events(resp))
 
 

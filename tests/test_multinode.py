@@ -218,7 +218,10 @@ def test_conversations_on_the_second_node_survive_its_death(cluster_server, mode
         worker = [n for n, info in state["nodes"].items() if info["alive"] and info["worker"]]
         assert len(worker) == 1
         placed = _session_nodes(state)
-        assert placed and all(node == worker[0] for node in placed.values()), (placed, worker)
+        # The preference is soft (NodeAffinity soft=True): Ray may still start a slot on the head
+        # (seen on a busy CI machine). What matters below: the conversations the second node
+        # held come back when it dies.
+        assert placed and any(node == worker[0] for node in placed.values()), (placed, worker)
 
         cluster.kill_worker_node()
         cluster.wait_node_dead(worker[0])

@@ -339,7 +339,7 @@ def process_store(url: str) -> Store:
     spare, and keeps it (warm) for the conversation it adopts."""
     store = _stores.get(url)
     if store is None:
-        store = _stores[url] = Store.open(url)
+        store = _stores[url] = Store.open(url, pool_size=1, max_overflow=2)
     return store
 
 

@@ -51,12 +51,15 @@ class Store:
         self.is_sqlite = engine.dialect.name == "sqlite"
 
     @classmethod
-    def open(cls, url: str) -> "Store":
+    def open(cls, url: str, pool_size: int = 5, max_overflow: int = 5) -> "Store":
+        """An engine for `url`. PostgreSQL keeps `pool_size` connections open (more on demand,
+        up to `max_overflow`): actors that exist per conversation, device or stream pass small
+        numbers, since a server holds many of them and PostgreSQL allows about 100 clients."""
         if url.startswith("sqlite"):
             engine = create_async_engine(url, connect_args={"timeout": 10})
             event.listen(engine.sync_engine, "connect", _tune_sqlite)
         else:
-            engine = create_async_engine(url, pool_size=5, max_overflow=5, pool_pre_ping=True)
+            engine = create_async_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
         return cls(engine)
 
     async def close(self) -> None:
