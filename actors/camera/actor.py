@@ -88,7 +88,7 @@ class CameraActorBase:
         self.stream_id = stream_id
         self.config = config
         self.session = session
-        self.store = Store.open(config.database_url, pool_size=1, max_overflow=2)
+        self.store = Store.open(config.database_url)
         self.state = CameraState()
         configs = [ProviderConfig(**p) for p in config.vision]
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=16))

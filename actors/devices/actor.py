@@ -63,7 +63,7 @@ class DeviceActor:
     def __init__(self, device_id: int, database_url: str, limits: dict[str, Any]) -> None:
         install_log_masking()
         self.device_id = device_id
-        self.store = Store.open(database_url, pool_size=1, max_overflow=2)
+        self.store = Store.open(database_url)
         self.limits = DeviceLimits(**limits)
         self.conn: _Conn | None = None
         self.conns: dict[str, _Conn] = {}

@@ -74,7 +74,7 @@ class RelayActor:
     def __init__(self, uid: str, config: RelayConfig) -> None:
         self.uid = uid
         self.config = config
-        self.store = Store.open(config.database_url, pool_size=1, max_overflow=2)
+        self.store = Store.open(config.database_url)
         self.core: SessionCore | None = None
         self.waiters = WaiterHub()
         self._lock = asyncio.Lock()

@@ -26,7 +26,6 @@ import ray
 from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.common.restart import through_restart
 from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
 from actors.session.actor import SessionActor, SessionConfig, forget_adoption
 
@@ -170,9 +169,7 @@ class SessionRegistry:
         try:
             # One restarting in place (max_restarts) answers once it is back: keep it, or the
             # conversation would get a second actor.
-            # (`through_restart` waits out ActorUnavailableError; a dead one raises at once.)
-            holds = await asyncio.wait_for(through_restart(lambda: handle.adopt.remote("")), ADOPT_TIMEOUT)
-            if holds == session_id:
+            if await asyncio.wait_for(handle.adopt.remote(""), ADOPT_TIMEOUT) == session_id:
                 return
         except (RayActorError, asyncio.TimeoutError):
             pass
