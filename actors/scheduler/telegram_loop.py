@@ -9,12 +9,10 @@ import asyncio
 import logging
 from typing import Any
 
-from ray.exceptions import RayActorError
 
 from actors.notify.telegram import TELEGRAM_CHANNEL, TelegramChannel
 from actors.scheduler.turns import SessionTurns
 from actors.session.events import Done, TurnError
-from actors.session.pool import forget_session
 
 log = logging.getLogger(__name__)
 # Waits after a failed poll: a growing pause up to a minute.
@@ -24,17 +22,7 @@ BACKOFF = (1.0, 5.0, 15.0, 60.0)
 class TelegramTurns(SessionTurns):
     """SessionTurns whose conversations are Telegram's."""
 
-    async def open(self, conversation_id: str) -> None:
-        for attempt in range(2):
-            handle = await self._handle(conversation_id)
-            try:
-                await handle.open.remote(True, TELEGRAM_CHANNEL)
-                return
-            except RayActorError:
-                self._handles.pop(conversation_id, None)
-                await forget_session(conversation_id, handle, self.session, self.agent)
-                if attempt:
-                    raise
+    channel = TELEGRAM_CHANNEL
 
     async def reply(self, conversation_id: str, message: str) -> str:
         await self.open(conversation_id)

@@ -17,6 +17,9 @@ JUDGE_PURPOSE = "task_judge"
 
 
 class SessionTurns:
+    # The channel its conversations are created with (a subclass names its own).
+    channel = TASK_CHANNEL
+
     def __init__(self, session: SessionConfig, agent: Any) -> None:
         self.session = session
         self.agent = agent
@@ -33,7 +36,7 @@ class SessionTurns:
         for attempt in range(2):
             handle = await self._handle(conversation_id)
             try:
-                await handle.open.remote(True, TASK_CHANNEL)
+                await handle.open.remote(True, self.channel)
                 return
             except RayActorError:
                 # It exited while idle since we cached it: a fresh one rebuilds from the store.
