@@ -183,6 +183,27 @@ async def test_a_device_actor_killed_comes_back_on_the_same_socket_and_its_tools
 # -- a camera stream ----------------------------------------------------------------------
 
 
+def test_the_vision_router_killed_comes_back_fresh_and_the_next_question_reaches_the_model(
+        server, model, probe: Probe) -> None:
+    """The router holds rests and retirements in memory only: a restarted router starts from its
+    configured providers again (an earlier module retires the scripted vision model with a 404),
+    and a camera question after the death is answered by the model at the first try."""
+    from tests.test_e2e_camera import Cam, handoff_for, vlm
+    from tests.vision_draw import jpeg, shapes_frame
+
+    model.responder = handoff_for("\0", so.text("NOTHING"))
+    cam = Cam(server.url)
+    assert cam.frame(jpeg(shapes_frame()))["type"] == "perception"
+    before = probe.kill("router:vision")
+    probe.restarted("router:vision", before)
+    assert not [e for e in probe.call("router:vision", "snapshot") if e["retired"]]
+    model.side_responder = lambda body: vlm("A circle and a square.") if "What shapes" in json.dumps(body) else None
+    cam.send(type="ask", text="What shapes are here?")
+    answer = cam.next("answer")
+    assert answer["source"] == "model" and answer["say"] == "A circle and a square."
+    cam.close()
+
+
 def test_a_camera_actor_killed_comes_back_with_its_goal_and_the_stream_goes_on(server, model, probe: Probe) -> None:
     from tests.test_e2e_camera import Cam, handoff_for, vlm
     from tests.vision_draw import jpeg, shapes_frame
@@ -200,7 +221,7 @@ def test_a_camera_actor_killed_comes_back_with_its_goal_and_the_stream_goes_on(s
     # The camera keeps sending: the next frame is taken only once the one before it was
     # handed to the restarted actor.
     assert cam.frame(jpeg(shapes_frame()))["type"] == "perception"
-    model.enqueue(vlm("The gauge reads normal."), model=so.VISION)
+    model.side_responder = lambda body: vlm("The gauge reads normal.") if "Is it fine?" in json.dumps(body) else None
     cam.send(type="ask", text="Is it fine?")
     answer = cam.next("answer")
     assert answer["say"] == "The gauge reads normal."

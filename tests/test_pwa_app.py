@@ -170,6 +170,81 @@ async def test_chat_markdown_an_inert_script_the_list_and_the_input_limit(page, 
     await page.wait_for_selector("#chat-form:not([hidden])")
 
 
+async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, server, model, client) -> None:
+    await signed_in(page, server)
+    await page.click("#new-chat")
+    model.enqueue(so.text("Octopuses have three hearts."))
+    await page.fill("#message", "Tell me an animal fact")
+    await page.click("#send")
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    sid = await page.evaluate("localStorage.getItem('iriis.session')")
+
+    def stored() -> list[str]:
+        return [m["content"] for m in client.get(f"/v1/sessions/{sid}/messages").json()["data"]]
+
+    # Regenerate: the reply and the message before it go, and the message is asked again.
+    model.enqueue(so.text("A snail can sleep for three years."))
+    reply = page.locator(".msg.assistant").last
+    await reply.hover()
+    await reply.locator("button.regenerate").click()
+    await page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant')].map(m => m.dataset.text)"
+                                 ".join('|') === 'A snail can sleep for three years.'", timeout=30_000)
+    assert await page.locator(".msg.user").count() == 1
+    assert stored() == ["Tell me an animal fact", "A snail can sleep for three years."]
+    assert "Octopuses" not in str(model.requests[-1]["body"]["messages"])
+
+    # Delete a message: gone from the page, the store, and what the agent sees next.
+    page.once("dialog", lambda d: d.accept())
+    user = page.locator(".msg.user").last
+    await user.hover()
+    await user.locator("button.delete-msg").click()
+    await page.wait_for_function("() => !document.querySelector('.msg.user')")
+    assert stored() == ["A snail can sleep for three years."]
+    await page.reload()
+    await page.wait_for_selector(".msg.assistant[data-done='true']")
+    assert await page.locator(".msg.user").count() == 0
+    model.enqueue(so.text("Noted."))
+    await page.fill("#message", "Thanks")
+    await page.click("#send")
+    await page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant')].length === 2", timeout=30_000)
+    sent = [m["content"] for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"]
+    assert "Tell me an animal fact" not in sent and sent[-1] == "Thanks"
+
+
+async def test_a_person_chats_and_sees_only_their_own_conversations(page, server, model, client) -> None:
+    from tests.server_proc import IRIIS
+
+    email = "reader@example.com"
+    subprocess.run([str(IRIIS), "user", "add", "--email", email, "--role", "member", "--stdin"],
+                   input="reader-password\n", env=server.env, check=True, capture_output=True, text=True, timeout=60)
+    model.enqueue(so.text("This one is the owner's."))
+    owners = client.post("/v1/chat", json={"message": "An owner-only conversation"}, headers={"Accept": "text/event-stream"})
+    assert owners.status_code == 200
+    await page.goto(server.url + "/")
+    await page.wait_for_selector("#auth:not([hidden])")
+    await page.click(".people-sign-in summary")
+    await page.fill("#login-email", email)
+    await page.fill("#login-password", "reader-password")
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_selector("#chat-form:not([hidden])")
+    model.enqueue(so.text("Hello, **reader**."))
+    await page.fill("#message", "Hi, I am the reader")
+    await page.click("#send")
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    assert await page.locator(".msg.assistant .md strong").text_content() == "reader"
+    item = page.locator("#conversations li.conversation", has_text="Hi, I am the reader")
+    await item.wait_for()
+    titles = await page.locator("#conversations .title").all_text_contents()
+    assert "An owner-only conversation" not in titles
+    assert await item.locator("button.rename").count() == 0  # renaming and deleting are the owner's
+    await shoot(page, "person-chat")
+    # A reload (same tab, same sign-in) shows the conversation again from the person's own route.
+    await page.reload()
+    await page.wait_for_selector(".msg.assistant[data-done='true']")
+    assert "Hi, I am the reader" in await page.locator(".msg.user").last.text_content()
+    assert await page.locator("#nav a[data-page=memory]").is_hidden()
+
+
 async def test_an_upload_shows_in_history_after_a_reload(page, server, model) -> None:
     await signed_in(page, server)
     await page.click("#new-chat")

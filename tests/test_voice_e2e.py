@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -24,15 +23,12 @@ from actors.voice.engines import SpeechService
 from tests.conftest import OWNER_KEY, OWNER_PIN
 from tests.device_client import pair
 from tests.scripted_openai import text as scripted_text
+from tests.speech_check import heard_as, words
 
 pytestmark = pytest.mark.e2e
 
 QUESTION = "What is the weather like in London today?"
 REPLY = "It is sunny in London today. Take a light jacket for the evening."
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", text.lower())
 
 
 class VoiceClient:
@@ -135,11 +131,11 @@ async def test_a_spoken_question_is_answered_aloud(voice_server, model, speech) 
         assert ready["input_rate"] == 16_000 and ready["audio"]["rate"] == p.OUTPUT_RATE
         await voice.speak(question)
         transcript = await voice.until("transcript")
-        assert words(transcript["text"]) == words(QUESTION)
+        assert heard_as(transcript["text"], QUESTION), transcript
         assert transcript["engine"] == "faster-whisper/tiny.en"
         done = await voice.until("done")
         spoken_event = await voice.until("spoken")
-    assert words(last_user_message(model)) == words(QUESTION)
+    assert heard_as(last_user_message(model), QUESTION)
     sentences = voice.of("sentence")
     assert [s["text"] for s in sentences] == ["It is sunny in London today.", "Take a light jacket for the evening."]
     assert done["text"] == REPLY and not done["cancelled"]
@@ -154,7 +150,7 @@ async def test_a_spoken_question_is_answered_aloud(voice_server, model, speech) 
     # The reply's audio says the reply's words.
     audio = b"".join(pcm for _seq, _pos, pcm in voice.frames)
     heard = await speech.transcribe(resample_pcm(audio, p.OUTPUT_RATE, p.INPUT_RATE), p.INPUT_RATE)
-    assert words(heard.text) == words(REPLY)
+    assert heard_as(heard.text, REPLY), heard.text
     timings = spoken_event["timings"]
     assert timings["stt_s"] > 0 and timings["tts_first_s"] > 0 and timings["end_to_first_audio_s"] > 0
     history = stored(voice_server, ready["session_id"])
@@ -241,6 +237,34 @@ async def test_an_answered_call_lets_the_agent_speak_first(voice_server, model) 
         await voice.until("spoken")
     assert last_user_message(model) == "[call answered] dentist at three"
     assert voice.of("sentence")[0]["text"].startswith("Hello") and voice.frames
+
+
+async def test_an_answered_calls_opening_is_spoken_and_kept_in_its_conversation(voice_server, model) -> None:
+    opening = "Did you turn the oven off?"
+    async with httpx.AsyncClient(base_url=voice_server.url, timeout=60, headers=bearer(OWNER_KEY)) as client:
+        made = await client.post("/v1/calls", json={"at": "2030-01-01T09:00", "reason": "the oven",
+                                                    "opening": opening})
+        assert made.status_code == 201, made.text
+        answered = (await client.post(f"/v1/calls/{made.json()['id']}/answer")).json()
+        assert (answered["mode"], answered["opening"], answered["turn"]) == ("answered", opening, None)
+        sid = answered["conversation_id"]
+        url = ws_url(voice_server, session_id=sid, opening="Did%20you%20turn%20the%20oven%20off%3F")
+        async with connect(url, additional_headers=bearer(OWNER_KEY)) as ws:
+            voice = VoiceClient(ws)
+            await voice.until("spoken")
+            assert voice.of("sentence")[0]["text"] == opening and voice.frames
+            model.enqueue(scripted_text("Good, then all is well."))
+            await ws.send(json.dumps({"type": "text", "text": "Yes, I did."}))
+            await voice.until("done", timeout=120)
+        stored = (await client.get(f"/v1/sessions/{sid}/messages")).json()["data"]
+        # Answering twice (a second tab) does not say the opening twice.
+        assert (await client.post(f"/v1/calls/{made.json()['id']}/answer")).json()["mode"] == "answered"
+        again = (await client.get(f"/v1/sessions/{sid}/messages")).json()["data"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("assistant", opening), ("user", "Yes, I did."), ("assistant", "Good, then all is well.")]
+    assert len(again) == 3
+    sent = model.requests[-1]["body"]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "assistant"][-1] == opening
 
 
 # -- who may talk --------------------------------------------------------------------------------
@@ -396,7 +420,58 @@ async def test_the_page_talks_hands_free_with_a_fake_microphone(voice_server, mo
     finally:
         await close()
     transcript = next(e for e in events if e["type"] == "transcript")
-    assert words(transcript["text"]) == words(QUESTION)
+    assert heard_as(transcript["text"], QUESTION), transcript
     # The live transcript shows what was said, then the reply as it was spoken.
     said, answered = " ".join(words(transcript["text"])), " ".join(words(REPLY))
     assert " ".join(words(shown)).startswith(said) and answered in " ".join(words(shown))
+
+
+async def test_the_chat_pages_talk_button_talks_hands_free_with_a_fake_microphone(
+        voice_server, model, speech, tmp_path) -> None:
+    from pathlib import Path
+
+    from actors.voice.audio import wav_bytes
+
+    shots = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    model.enqueue(scripted_text(REPLY))
+    silence = b"\x00\x00" * (p.INPUT_RATE // 2)
+    wav = tmp_path / "question.wav"
+    wav.write_bytes(wav_bytes(silence * 2 + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
+    page, close = await browser_page(voice_server, str(wav))
+    try:
+        await page.set_viewport_size({"width": 1280, "height": 800})
+        await page.goto(f"{voice_server.url}/#key={OWNER_KEY}")
+        await page.wait_for_selector("#talk:not([hidden])")
+        await page.click("#talk")
+        await page.wait_for_selector(".voice-panel .voice-talk")
+        assert await page.get_attribute("#talk", "aria-pressed") == "true"
+        await page.wait_for_function("() => document.querySelector('.voice-status').textContent === 'Ready'",
+                                     timeout=60_000)
+        await page.check(".voice-handsfree input")
+        # The question is heard, answered, and the reply shown as it is spoken.
+        await page.wait_for_selector(".voice-agent", timeout=120_000)
+        await page.wait_for_function("() => document.querySelector('.voice-status').textContent === 'Listening…'",
+                                     timeout=120_000)
+        said, agent = await page.inner_text(".voice-you"), await page.inner_text(".voice-agent")
+        # The panel sits above the composer, inside the page.
+        panel, form = await page.evaluate("""() => [document.querySelector('.voice-panel').getBoundingClientRect().bottom,
+                                                    document.querySelector('#chat-form').getBoundingClientRect().top]""")
+        await page.screenshot(path=str(shots / "voice-panel-desktop.png"))
+        await page.set_viewport_size({"width": 390, "height": 844})
+        await page.wait_for_timeout(250)
+        await page.screenshot(path=str(shots / "voice-panel-phone.png"))
+        # The spoken exchange is a conversation like any other: listed, and shown once the panel closes.
+        await page.wait_for_selector("#conversations li.conversation")
+        await page.click("#talk")
+        await page.wait_for_selector(".voice-panel .voice", state="detached")
+        assert await page.get_attribute("#talk", "aria-pressed") == "false"
+        await page.wait_for_selector(".msg.assistant[data-done='true']")
+        shown = await page.evaluate("() => [...document.querySelectorAll('.msg.user, .msg.assistant')]"
+                                    ".map((m) => m.dataset.text)")
+    finally:
+        await close()
+    assert heard_as(said, QUESTION), said
+    assert words(agent) == words(REPLY)
+    assert panel <= form + 1
+    assert len(shown) == 2 and heard_as(shown[0], QUESTION) and shown[1] == REPLY, shown

@@ -6,7 +6,6 @@ to the offline voice."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import threading
 import time
@@ -28,12 +27,9 @@ from actors.settings import ProviderConfig
 from actors.voice.audio import pcm_to_float, resample_pcm, seconds, wav_bytes
 from actors.voice.engines import OFFLINE_STT, OFFLINE_TTS, SpeechService
 from actors.voice.protocol import INPUT_RATE, OUTPUT_RATE
+from tests.speech_check import heard_as, words
 
 SENTENCE = "Please remind me to water the plants tomorrow morning."
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", text.lower())
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +44,7 @@ async def test_piper_speech_transcribes_back_to_its_words(service: SpeechService
     assert 1.5 < seconds(said.pcm, OUTPUT_RATE) < 8 and float(np.abs(audio).max()) > 0.1
     heard = await service.transcribe(resample_pcm(said.pcm, OUTPUT_RATE, INPUT_RATE), INPUT_RATE)
     assert heard.engine == OFFLINE_STT
-    assert words(heard.text) == words(SENTENCE)
+    assert heard_as(heard.text, SENTENCE), heard.text
 
 
 async def test_silence_transcribes_to_no_words(service: SpeechService) -> None:

@@ -3,7 +3,7 @@
 // screen for calls. Every page lives in its own module under js/.
 
 import { LOST, api, auth, request, setStatus } from "./js/api.js";
-import { Chat, current } from "./js/chat.js";
+import { Chat, current, routes } from "./js/chat.js";
 import { Composer, voiceAvailable } from "./js/composer.js";
 import { Conversations } from "./js/conversations.js";
 import { drawWelcome } from "./js/welcome.js";
@@ -52,6 +52,14 @@ const conversations = new Conversations({
   list: $("conversations"),
   onOpen: (id) => { closeMenu(); location.hash = "#/chat"; chat.load(id); },
   onDeleted: () => newChat(),
+});
+
+// A voice session in the chat page: its conversation becomes the one on screen.
+let voiceSession = null;
+window.addEventListener("iriis:voice", ({ detail }) => {
+  if (detail.type === "ready") voiceSession = detail.session_id;
+  if (detail.type === "done" && voiceSession) { current.set(voiceSession); conversations.refresh(voiceSession); }
+  if (detail.type === "closed" && voiceSession) { current.set(voiceSession); chat.load(voiceSession); voiceSession = null; }
 });
 
 function newChat() {
@@ -103,10 +111,14 @@ async function signedIn() {
   // Pages only the owner may use are hidden from other people.
   for (const a of document.querySelectorAll("#nav a[data-owner]")) a.hidden = auth.role !== "owner";
   document.body.dataset.role = auth.role;
-  if (auth.role === "owner") {
-    $("sidebar").hidden = false;
-    await Promise.all([chat.load(current.get()), conversations.refresh(current.get())]);
-    voiceAvailable().then((yes) => { $("talk").hidden = !yes; });
+  const owner = auth.role === "owner";
+  routes.owner = owner;
+  $("attach").hidden = !owner;
+  $("sidebar").hidden = false;
+  $("chat-form").hidden = false;
+  await Promise.all([chat.load(current.get()), conversations.refresh(current.get())]);
+  voiceAvailable().then((yes) => { $("talk").hidden = !yes; });
+  if (owner) {
     ringing.start();
     // A call link (<app>/?call=ID, from a notification): answer it, or call back if it stopped.
     const callId = new URLSearchParams(location.search).get("call");
@@ -114,13 +126,6 @@ async function signedIn() {
       history.replaceState(null, "", location.pathname + location.hash);
       ringing.answered(Number(callId));
     }
-  } else {
-    $("sidebar").hidden = true;
-    $("chat-form").hidden = true;
-    $("transcript").hidden = false;
-    $("transcript").replaceChildren();
-    welcome.hidden = false;
-    welcome.textContent = `Signed in as ${auth.person && auth.person.email || "a person"}. Chat from your paired devices; here you can pair them and see your calls.`;
   }
   route();
 }
@@ -172,8 +177,8 @@ async function route() {
   if (auth.role !== "owner" && ["memory", "tasks", "calls", "errors"].includes(name)) name = "chat";
   for (const section of document.querySelectorAll(".page")) section.hidden = section.dataset.page !== name;
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === name);
-  $("new-chat").hidden = name !== "chat" || auth.role !== "owner";
-  $("menu").hidden = name !== "chat" || auth.role !== "owner";
+  $("new-chat").hidden = name !== "chat";
+  $("menu").hidden = name !== "chat";
   document.body.dataset.page = name;
   if (name === "chat") return;
   const section = $("page-" + name);

@@ -8,7 +8,8 @@ a notification; a user's missed alarm rings once more 5 minutes later.
 
 `act` is the answer, decline or cancel: it moves the call, dismisses the ntfy alert by its
 sequence id (and tells the browsers, `data.kind = "call_ended"`), and says what the client
-needs to open the voice session.
+needs to open the voice session. A prepared opening line is written into the call's
+conversation when it is answered, so the voice session's history starts with what was said.
 """
 
 from __future__ import annotations
@@ -158,6 +159,12 @@ async def act(store: Store, notifier: Notifier | None, call_id: int, action: Act
             continue  # the watcher moved it meanwhile: decide again on what it is now
         if call.status == "ringing" and notifier is not None:
             await stop_ringing(notifier, moved)
+        if status == "answered" and moved.opening:
+            # The prepared line is what the agent says first: it is the conversation's first
+            # assistant message, so the next turn (and the history page) knows it was said.
+            await add_line(store, moved.conversation_id or call_store.call_conversation(moved.id),
+                           f"Call: {moved.reason}"[:80], moved.opening, now,
+                           meta={"call_id": moved.id, "opening": True})
         return _answer(moved, mode)
     raise CallConflict(f"call {call_id} kept changing; try again")
 

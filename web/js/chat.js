@@ -6,11 +6,23 @@ import { LOST, api, el, errorMessage, readStream, request, setStatus } from "./a
 import { confirmCard, linkPreview, setToolLine, toolLine } from "./cards.js";
 import { renderMarkdown, renderPlain } from "./markdown.js";
 
-const SESSION_KEY = "iriis.session";
+// The conversation on screen survives a reload; the owner's and a person's are kept apart.
+const sessionKey = () => (routes.owner ? "iriis.session" : "iriis.session.person");
 export const current = {
-  get() { try { return localStorage.getItem(SESSION_KEY); } catch { return null; } },
-  set(id) { try { if (id) localStorage.setItem(SESSION_KEY, id); } catch { /* ignore */ } },
-  clear() { try { localStorage.removeItem(SESSION_KEY); } catch { /* ignore */ } },
+  get() { try { return localStorage.getItem(sessionKey()); } catch { return null; } },
+  set(id) { try { if (id) localStorage.setItem(sessionKey(), id); } catch { /* ignore */ } },
+  clear() { try { localStorage.removeItem(sessionKey()); } catch { /* ignore */ } },
+};
+
+// Where conversations live: the owner's routes, or a signed-in person's own (they see only
+// the conversations they started, chat through /v1/ask/stream, and answer their own
+// confirmations; deleting messages stays the owner's).
+export const routes = {
+  owner: true,
+  list() { return this.owner ? "/v1/sessions" : "/v1/me/sessions"; },
+  messages(id) { return `${this.owner ? "/v1/sessions" : "/v1/me/sessions"}/${encodeURIComponent(id)}/messages`; },
+  send() { return this.owner ? "/v1/chat" : "/v1/ask/stream"; },
+  confirm() { return this.owner ? "/v1/confirmations/" : "/v1/ask/confirmations/"; },
 };
 
 export class Chat {
@@ -81,7 +93,9 @@ export class Chat {
     const del = el("button", "ghost small delete-msg", "Delete");
     del.type = "button";
     del.addEventListener("click", () => this.deleteMessage(msg));
-    bar.append(copy, del);
+    bar.append(copy);
+    if (!routes.owner) { msg.append(bar); return; }
+    bar.append(del);
     if (msg.classList.contains("assistant")) {
       const again = el("button", "ghost small regenerate", "Regenerate");
       again.type = "button";
@@ -94,7 +108,7 @@ export class Chat {
   async idsFromServer() {
     const sid = current.get();
     if (!sid) return [];
-    const body = await api(`/v1/sessions/${encodeURIComponent(sid)}/messages`);
+    const body = await api(routes.messages(sid));
     return (body.data || []).filter((m) => m.role === "user" || m.role === "assistant");
   }
 
@@ -145,7 +159,7 @@ export class Chat {
     if (!id) { this.onEmpty(true); return; }
     let body;
     try {
-      body = await api(`/v1/sessions/${encodeURIComponent(id)}/messages`);
+      body = await api(routes.messages(id));
     } catch (err) {
       if (err.status === 404) { current.clear(); this.onEmpty(true); return; }
       if (err.status === 401) { this.onSignedOut(); return; }
@@ -160,6 +174,7 @@ export class Chat {
     }
     this.onEmpty(!this.transcript.querySelector(".msg"));
     // A turn still running (the page was closed mid-reply): follow it again from its start.
+    if (!routes.owner) return;
     const state = await api(`/v1/sessions/${encodeURIComponent(id)}/state`).catch(() => null);
     if (state && state.running) {
       this.controller = new AbortController();
@@ -215,7 +230,7 @@ export class Chat {
         }
         case "confirm":
           typing.remove();
-          ensure().insertBefore(confirmCard(data), sentences);
+          ensure().insertBefore(confirmCard(data, routes.confirm()), sentences);
           break;
         case "done":
           state.finished = true;
@@ -277,10 +292,10 @@ export class Chat {
     this.controller = new AbortController();
     const signal = this.controller.signal;
     // background: the reply finishes (and you are notified) even if this page closes.
-    const body = { message: text, background: true };
+    const body = routes.owner ? { message: text, background: true } : { message: text };
     const sid = current.get();
     if (sid) body.session_id = sid;
-    const ok = await this.stream(() => request("/v1/chat", {
+    const ok = await this.stream(() => request(routes.send(), {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
       body: JSON.stringify(body),
@@ -294,6 +309,7 @@ export class Chat {
   async stop() {
     const sid = current.get();
     if (!sid || !this.reply) return;
+    if (!routes.owner) { if (this.controller) this.controller.abort(); return; }
     try {
       await api(`/v1/sessions/${encodeURIComponent(sid)}/cancel`, {
         method: "POST", body: { heard_index: this.reply.state.lastIndex },

@@ -2,7 +2,7 @@
 // send puts it back), attachments by button, drag-and-drop and paste with progress, Enter to
 // send, and the talk button, which loads the voice module when the server ships one.
 
-import { bytes, el } from "./api.js";
+import { bytes, el, setStatus } from "./api.js";
 import { upload } from "./files.js";
 
 export const MAX_MESSAGE_CHARS = 100_000; // the server's limit on one chat message
@@ -85,6 +85,7 @@ export class Composer {
       return;
     }
     const text = data.getData("text/plain");
+    if (this.attach.hidden) return; // no uploads: the text goes in the box and the counter shows the limit
     if (text && text.length + this.input.value.length > MAX_MESSAGE_CHARS) {
       e.preventDefault();
       this.addFiles([new File([text], "pasted.txt", { type: "text/plain" })]);
@@ -92,6 +93,8 @@ export class Composer {
   }
 
   addFiles(list) {
+    // Uploads are the owner's (the attach button is hidden for other people).
+    if (this.attach.hidden) { setStatus("Only the owner can attach files here."); return; }
     for (const file of list) {
       const chip = el("div", "chip");
       const name = el("span", "chip-name", file.name || "file");
@@ -155,7 +158,11 @@ export class Composer {
   async startVoice() {
     try {
       const voice = await import("./voice.js");
-      if (voice && typeof voice.start === "function") await voice.start({ composer: this });
+      if (voice && typeof voice.start === "function") {
+        const open = await voice.start({ composer: this });
+        this.talk.setAttribute("aria-pressed", open ? "true" : "false");
+        this.talk.classList.toggle("active", Boolean(open));
+      }
     } catch {
       this.talk.hidden = true;
     }

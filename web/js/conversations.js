@@ -1,6 +1,7 @@
 // The conversation list: newest first, open one, rename it in place, delete it for good.
 
 import { api, el, setStatus, when } from "./api.js";
+import { routes } from "./chat.js";
 
 export class Conversations {
   constructor({ list, onOpen, onDeleted }) {
@@ -14,7 +15,7 @@ export class Conversations {
     if (activeId !== undefined) this.active = activeId;
     let body;
     try {
-      body = await api("/v1/sessions");
+      body = await api(routes.list());
     } catch (err) {
       if (err.status !== 401) setStatus(err.message);
       return;
@@ -46,8 +47,12 @@ export class Conversations {
     del.type = "button";
     del.setAttribute("aria-label", "Delete " + (c.title || "conversation"));
     del.addEventListener("click", () => this.remove(c));
-    li.append(open, el("span", "row-actions"));
-    li.lastChild.append(rename, del);
+    li.append(open);
+    // Renaming and deleting are the owner's; a person's list is read-only.
+    if (routes.owner) {
+      li.append(el("span", "row-actions"));
+      li.lastChild.append(rename, del);
+    }
     return li;
   }
 

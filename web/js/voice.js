@@ -337,17 +337,25 @@ function panel() {
     host = node("section", "voice-panel");
     host.id = "voice-panel";
     const form = document.getElementById("chat-form");
-    (form && form.parentNode ? form.parentNode : document.body).insertBefore(host, form ? form.nextSibling : null);
+    // Above the composer, so the spoken exchange sits where the conversation ends.
+    (form && form.parentNode ? form.parentNode : document.body).insertBefore(host, form || null);
   }
   return host;
 }
 
+// The page hears about the voice session through "iriis:voice" events on window (the chat
+// list refreshes after each spoken turn; closing the panel shows the whole conversation).
+function tell(event) { window.dispatchEvent(new CustomEvent("iriis:voice", { detail: event })); }
+
 // The talk button: opens (or closes) the voice panel for the conversation on screen.
 export async function start() {
-  if (mounted) { mounted.close(); mounted = null; return null; }
-  mounted = mountVoice(panel(), await pageContext());
+  if (mounted) { mounted.close(); mounted = null; tell({ type: "closed" }); return null; }
+  mounted = mountVoice(panel(), { ...(await pageContext()), onEvent: tell });
   return mounted;
 }
+
+// The voice session on screen, if any (its `say(text)` sends a typed turn).
+export function current() { return mounted; }
 
 // The ringing screen's Answer: a voice session where the agent speaks first.
 export async function answerCall(call) {
@@ -356,6 +364,6 @@ export async function answerCall(call) {
   const opening = call.opening || null;
   const text = call.turn || `[call answered] ${call.reason || ""}`.trim();
   const sessionId = call.conversation_id || null;
-  mounted = mountVoice(panel(), { token, sessionId, opening, text: opening ? null : text });
+  mounted = mountVoice(panel(), { token, sessionId, opening, text: opening ? null : text, onEvent: tell });
   return mounted;
 }
