@@ -216,8 +216,11 @@ async def test_four_calls_in_flight_and_a_fifth_is_refused_at_once(device_server
         async def busy_seen() -> None:
             while not any("the device is busy" in m.get("content", "")
                           for r in model.requests for m in r["body"]["messages"] if m["role"] == "tool"):
+                assert len(answering.calls) == 4, "a fifth call reached the device: the four had already timed out"
                 await asyncio.sleep(0.1)
-        await asyncio.wait_for(busy_seen(), CALL_S)  # refused at once, long before any timeout
+        # Refused at once with "busy", not left to time out (that would say so instead); the
+        # wait is generous because five turns share a loaded machine.
+        await asyncio.wait_for(busy_seen(), 60)
         assert len(answering.calls) == 4
         release.set()
         replies = await asyncio.gather(*asks)

@@ -349,7 +349,7 @@ def test_review_of_the_last_seconds_reports_progress_then_a_report(server, model
     report = cam.next("report")
     assert report["summary"] == "Pressure rose steadily." and report["frames"] >= 2
     assert [e["t"] for e in report["timeline"]] == [0.0, 2.0]
-    asked = [r for r in model.side_requests if "What happened?" in json.dumps(r["body"])]
+    asked = [r for r in model.side_requests if r["body"].get("model") == VISION and "What happened?" in json.dumps(r["body"])]
     images = [p for p in asked[-1]["body"]["messages"][0]["content"] if p["type"] == "image_url"]
     assert len(images) == report["frames"]
     cam.close()

@@ -4,6 +4,8 @@ files, the agent itself as an MCP server, link previews through the SSRF guard."
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 
 import httpx
 import httpx2
@@ -98,6 +100,20 @@ def test_mcp_endpoint_needs_the_owner_key_and_a_known_host(server) -> None:
     rebinding = httpx.post(f"{server.url}/mcp", json=body,
                            headers={**AUTH, "Host": "evil.example", "Accept": "application/json, text/event-stream"})
     assert rebinding.status_code in (400, 403, 421)
+
+
+def test_a_key_made_with_the_cli_works_on_mcp_at_its_first_request(server) -> None:
+    from tests.server_proc import IRIIS
+
+    made = subprocess.run([str(IRIIS), "key", "new", "--label", "mcp client"], env=server.env, capture_output=True,
+                          text=True, timeout=60, check=True)
+    key = made.stdout.strip()
+    time.sleep(2.5)  # the server's copy of the stored keys is older than its reload interval now
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    first = httpx.post(f"{server.url}/mcp", json=body, timeout=30,
+                       headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"})
+    assert first.status_code == 200, first.text
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:1/", "http://169.254.169.254/latest/meta-data",

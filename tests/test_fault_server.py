@@ -225,7 +225,7 @@ def test_a_camera_actor_killed_comes_back_with_its_goal_and_the_stream_goes_on(s
     cam.send(type="ask", text="Is it fine?")
     answer = cam.next("answer")
     assert answer["say"] == "The gauge reads normal."
-    asked = [r for r in model.side_requests if "Is it fine?" in json.dumps(r["body"])]
+    asked = [r for r in model.side_requests if r["body"].get("model") == so.VISION and "Is it fine?" in json.dumps(r["body"])]
     assert asked and "Check the boiler pressure" in json.dumps(asked[-1]["body"])  # the goal came back
     cam.close()
 

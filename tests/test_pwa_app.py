@@ -8,6 +8,7 @@ Screenshots (desktop and 390x844) go to test-artifacts/screenshots/."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -24,7 +25,9 @@ pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--use-fake-device-for-media-stream",
-        "--use-fake-ui-for-media-stream"]
+        "--use-fake-ui-for-media-stream",
+        # WebRTC host candidates as plain loopback addresses: the test machine resolves no mDNS.
+        "--disable-features=WebRtcHideLocalIpsWithMdns"]
 SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "screenshots"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -369,6 +372,95 @@ async def test_the_camera_streams_a_fake_camera_and_shows_perception(page, serve
     await page.click("#page-camera >> text=Stop")
 
 
+async def test_the_camera_page_coaches_follows_a_procedure_and_a_viewer_watches_over_webrtc(
+        page, browser, server, model, client) -> None:
+    from tests.test_e2e_camera import PRESSURE, vlm
+
+    made = client.post("/v1/procedures", json={**PRESSURE, "name": "Boiler check (page)"})
+    assert made.status_code == 201
+    def vision(body: dict) -> so.Reply | None:
+        text = json.dumps(body)
+        if "periodic check" in text:  # a coach look
+            return vlm("The red bolt is loose.", "warning")
+        if "Question: Is the valve open?" in text:
+            return vlm("The valve looks open.")
+        return None
+    model.side_responder = vision
+    model.responder = lambda body: so.text("NOTHING") if "[camera]" in json.dumps(body) else None
+    await signed_in(page, server, "#/camera")
+    await page.select_option("#page-camera select[aria-label=Procedure]", label="Boiler check (page)")
+    await page.click("text=Start camera")
+    await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 2",
+                                 timeout=60_000)
+    # The procedure's first step is shown; a typed question is answered by the vision model.
+    await page.wait_for_function("() => document.querySelector('#page-camera .meta').textContent.includes('step 1/2')")
+    assert "Open the valve" in await page.locator("#page-camera .meta").first.text_content()
+    await page.fill("#camera-question", "Is the valve open?")
+    await page.click("#page-camera button:text-is('Ask')")
+    await page.locator(".camera-log li", has_text="The valve looks open.").wait_for(timeout=60_000)
+    # Coach mode: a problem the model sees is said once.
+    await page.check("#page-camera label:has-text('Coach mode') input")
+    coach = page.locator(".camera-log li", has=page.locator(".kind", has_text="coach"))
+    await coach.first.wait_for(timeout=60_000)
+    assert "The red bolt is loose." in await coach.first.text_content()
+
+    # A watch-only viewer on another device gets the phone's video as a WebRTC peer.
+    stream_id = await page.get_attribute("#page-camera", "data-stream")
+    context = await browser.new_context(viewport=DESKTOP)
+    viewer = await context.new_page()
+    try:
+        await signed_in(viewer, server, f"#/camera?watch={stream_id}")
+        await viewer.wait_for_function("() => (document.querySelector('#page-camera video')?.videoWidth || 0) > 0",
+                                       timeout=60_000)
+        await page.locator(".camera-log li", has_text="someone is watching").wait_for()
+        await viewer.wait_for_timeout(500)
+        await viewer.screenshot(path=str(SHOTS / "camera-viewer-desktop.png"))
+    finally:
+        await context.close()
+    await shoot(page, "camera-coach")
+    await page.click("#page-camera >> text=Stop")
+
+
+async def test_the_camera_page_takes_hands_free_spoken_questions(server, model, tmp_path) -> None:
+    from actors.voice.audio import resample_pcm, wav_bytes
+    from actors.voice.engines import SpeechService
+    from actors.voice.protocol import INPUT_RATE, OUTPUT_RATE
+    from tests.test_e2e_camera import vlm
+
+    said = await SpeechService(environ={}).synthesize("What is written on the sign?")
+    silence = b"\x00\x00" * INPUT_RATE
+    wav = tmp_path / "question.wav"
+    wav.write_bytes(wav_bytes(silence + resample_pcm(said.pcm, OUTPUT_RATE, INPUT_RATE) + silence * 4, INPUT_RATE))
+    model.transcript = "what is written on the sign"
+    model.side_responder = lambda body: vlm("It says EXIT.") if "what is written on the sign" in json.dumps(body) else None
+    model.responder = lambda body: so.text("NOTHING") if "[camera]" in json.dumps(body) else None
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                           args=[*ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"])
+        context = await browser.new_context(viewport=DESKTOP, permissions=["camera", "microphone"])
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            await signed_in(page, server, "#/camera")
+            await page.click("text=Start camera")
+            await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 1",
+                                         timeout=60_000)
+            await page.check("#page-camera label:has-text('Hands-free') input")
+            await page.locator(".camera-log li", has_text="It says EXIT.").wait_for(timeout=90_000)
+            heard = page.locator(".camera-log li", has=page.locator(".kind", has_text="you said"))
+            assert await heard.all_text_contents() == ["you saidwhat is written on the sign"]
+            await page.wait_for_timeout(2500)  # the silence after it is not sent as more questions
+            assert await heard.count() == 1
+            await shoot(page, "camera-hands-free")
+        finally:
+            await browser.close()
+    assert not errors, errors
+    # One utterance, one recording: a real WebM of the spoken question, not a fragment.
+    assert len(model.transcriptions) == 1, model.transcriptions
+    assert model.transcriptions[0]["size"] > 4000
+
+
 async def test_a_call_rings_in_the_page_and_is_answered(page, server, model) -> None:
     await signed_in(page, server)
     model.enqueue(so.text("Hello, you wanted a call about the oven."))
@@ -391,6 +483,56 @@ async def test_a_call_rings_in_the_page_and_is_answered(page, server, model) -> 
     await signed_in(page, server, "#/calls")
     await page.wait_for_selector("#page-calls .call")
     await shoot(page, "calls")
+
+
+async def test_a_pushed_call_rings_through_the_service_worker_with_answer_and_decline(page, server) -> None:
+    """Headless Chromium has no push service, so the push is handed to the service worker over
+    the DevTools protocol (ServiceWorker.deliverPushMessage): the payload is the one the server
+    encrypts for the push service, made by the server's own builders."""
+    from actors.notify.calls import Call
+    from actors.notify.channels import push_payload
+    from actors.notify.config import NotifyConfig
+    from actors.notify.watcher import ended_notice, ring_notice
+
+    await signed_in(page, server)
+    await page.evaluate("async () => { await navigator.serviceWorker.ready; }")
+    made = await page.request.post(server.url + "/v1/calls", data={"reason": "the pushed call", "at": "2031-01-01T09:00"})
+    assert made.status == 201, await made.text()
+    public = await made.json()
+    call = Call(id=public["id"], at=public["at"], reason="the pushed call", status="ringing",
+                created=public["at"], updated=public["at"])
+    config = NotifyConfig(app_url=server.url)
+    cdp = await page.context.new_cdp_session(page)
+    registrations: list[str] = []
+    cdp.on("ServiceWorker.workerRegistrationUpdated",
+           lambda e: registrations.extend(r["registrationId"] for r in e["registrations"] if not r.get("isDeleted")))
+    await cdp.send("ServiceWorker.enable")
+    for _ in range(50):
+        if registrations:
+            break
+        await page.wait_for_timeout(100)
+    assert registrations, "the app's service worker is not registered"
+
+    async def push(notice) -> None:
+        await cdp.send("ServiceWorker.deliverPushMessage", {
+            "origin": server.url, "registrationId": registrations[-1], "data": push_payload(notice).decode()})
+
+    await push(ring_notice(call, config))
+    # The open page rings in-page, and the worker shows the persistent notification with both actions.
+    await page.locator("#ringing").wait_for(state="visible", timeout=30_000)
+    assert "the pushed call" in await page.locator("#ringing").text_content()
+    shown = await page.evaluate("""async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag }))
+        .map((n) => ({ title: n.title, body: n.body, actions: n.actions.map((a) => a.action), sticky: n.requireInteraction }))""",
+                                f"call-{call.id}")
+    assert shown == [{"title": "Iriis is calling", "body": "the pushed call", "actions": ["answer", "decline"],
+                      "sticky": True}]
+    # The call ended elsewhere: the notification closes and the page stops ringing.
+    await push(ended_notice(call.model_copy(update={"status": "declined"}), config))
+    await page.locator("#ringing").wait_for(state="hidden", timeout=30_000)
+    left = await page.evaluate("async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag })).length",
+                               f"call-{call.id}")
+    assert left == 0
+    await page.request.post(server.url + f"/v1/calls/{call.id}/cancel")
 
 
 async def test_tasks_and_the_errors_and_audit_page(page, server, client) -> None:

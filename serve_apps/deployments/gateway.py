@@ -105,7 +105,7 @@ class Gateway:
         # Route modules (APIRouter, one resource each) find this replica through app.state.
         app.state.gateway = self.context
         app.mount("/static", StaticFiles(directory=self.context.web_dir), name="static")
-        self.mcp = AgentMcpApp(self._mcp_chat, self.context.owner_key, config.hosts)
+        self.mcp = AgentMcpApp(self._mcp_chat, self.context.owner_key_now, config.hosts)
         # A Route (not a Mount) so /mcp itself answers, without a redirect to /mcp/.
         app.router.routes.append(Route("/mcp", endpoint=self.mcp, name="mcp"))
 

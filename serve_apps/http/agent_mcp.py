@@ -17,7 +17,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
 ChatFn = Callable[[str, str | None], Awaitable[dict[str, Any]]]
-KeyCheck = Callable[[str | None], bool]
+KeyCheck = Callable[[str | None], Awaitable[bool]]
 
 
 def build_agent_server(chat: ChatFn) -> MCPServer:
@@ -67,7 +67,7 @@ class AgentMcpApp:
         headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
         auth = headers.get("authorization", "")
         key = auth[7:].strip() if auth[:7].lower() == "bearer " else None
-        if not self.key_ok(key):
+        if not await self.key_ok(key):
             body = json.dumps({"error": {"code": "unauthorized",
                                          "message": "Send the owner key as 'Authorization: Bearer <key>'."}})
             await send({"type": "http.response.start", "status": 401,

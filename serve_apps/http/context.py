@@ -81,6 +81,12 @@ class GatewayContext:
         self._schedule_key_refresh()
         return self.keys.check(key, time.time())
 
+    async def owner_key_now(self, key: str | None) -> bool:
+        """`owner_key` after reloading stale stored keys first, so a key made a moment ago
+        (in the app, or with `iriis key new`) works on its first request."""
+        await self.refresh_keys()
+        return self.keys.check(key, time.time())
+
     def _schedule_key_refresh(self) -> None:
         if not self.keys.stale(time.monotonic()) or (self._key_refresh and not self._key_refresh.done()):
             return

@@ -1,10 +1,12 @@
 // The camera: frames from getUserMedia to the camera socket, one at a time (the next only after
 // its frame_ack), the perception overlay (boxes, OCR text, dial readings), questions typed or
-// spoken (push to talk, one recorder per press), goal, coach mode and procedures, answers
+// spoken (push to talk, one recorder per press, or hands-free: web/js/handsfree.js finds each
+// utterance and records it on its own), goal, coach mode and procedures, answers
 // spoken aloud, the agent's follow-ups and confirmations; and watch-only viewers over WebRTC.
 
 import { api, el, setStatus } from "./api.js";
 import { confirmCard } from "./cards.js";
+import { HandsFree } from "./handsfree.js";
 
 const LONG_SIDE = 640;
 const MIN_GAP_MS = 120;
@@ -183,7 +185,12 @@ export function mount(root) {
   const talk = el("button", "ghost", "Hold to ask");
   talk.type = "button";
   talk.disabled = true;
-  controls.append(start, stop, procedure, coach, speakLabel, talk);
+  const handsFree = el("label");
+  const handsFreeBox = el("input");
+  handsFreeBox.type = "checkbox";
+  handsFreeBox.disabled = true;
+  handsFree.append(handsFreeBox, " Hands-free questions");
+  controls.append(start, stop, procedure, coach, speakLabel, talk, handsFree);
   const ask = el("form", "inline-form");
   const question = el("input");
   question.placeholder = "Ask about what the camera sees";
@@ -220,10 +227,14 @@ export function mount(root) {
     },
     onHello(ev) {
       talk.disabled = false;
+      handsFreeBox.disabled = false;
       share.replaceChildren("Watch from another device: ", Object.assign(el("code", null, `${location.origin}/#/camera?watch=${ev.stream_id}`)));
       root.dataset.stream = ev.stream_id;
     },
-    onStopped() { start.hidden = false; stop.hidden = true; talk.disabled = true; },
+    onStopped() {
+      start.hidden = false; stop.hidden = true; talk.disabled = true;
+      handsFreeBox.checked = false; handsFreeBox.disabled = true; stopEars();
+    },
     drawState(ev) {
       state.textContent = [ev.goal ? "Goal: " + ev.goal : null, ev.coach ? "coach on" : null,
         ev.procedure ? `${ev.procedure}: step ${(ev.step_index ?? 0) + 1}/${ev.steps}${ev.step ? " — " + ev.step : ""}${ev.finished ? " (finished)" : ""}` : null,
@@ -301,10 +312,36 @@ export function mount(root) {
   coachBox.addEventListener("change", () => stream && stream.send({ type: "coach", on: coachBox.checked }));
   procedure.addEventListener("change", () => stream && stream.send({ type: "procedure", id: procedure.value ? Number(procedure.value) : null }));
 
+  // A recorded question goes to the stream, which transcribes it and answers.
+  const sendAudio = async (blob) => {
+    if (!stream || !blob.size) return;
+    const data = await new Promise((r) => { const fr = new FileReader(); fr.onload = () => r(String(fr.result).split(",")[1]); fr.readAsDataURL(blob); });
+    if (data) stream.send({ type: "audio", data, mime: blob.type.split(";")[0] || "audio/webm" });
+  };
+
+  // Hands-free: the microphone stays open and each utterance is sent as it ends.
+  let ears = null;
+  function stopEars() { if (ears) ears.stop(); ears = null; talk.textContent = "Hold to ask"; }
+  handsFreeBox.addEventListener("change", async () => {
+    if (!handsFreeBox.checked) { stopEars(); return; }
+    try {
+      const mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true } });
+      ears = new HandsFree(mic, {
+        onUtterance: sendAudio,
+        onState: (text) => { talk.textContent = text; },
+        paused: () => "speechSynthesis" in window && speechSynthesis.speaking,
+      });
+      ears.start();
+    } catch (err) {
+      handsFreeBox.checked = false;
+      setStatus("The microphone could not start: " + err.message);
+    }
+  });
+
   // Push to talk: a fresh recorder per press, with its own chunks (a shared buffer breaks WebM).
   let recorder = null;
   const down = async () => {
-    if (!stream || recorder) return;
+    if (!stream || recorder || ears) return;
     try {
       const mic = await navigator.mediaDevices.getUserMedia({ audio: true });
       const chunks = [];
@@ -314,8 +351,7 @@ export function mount(root) {
         for (const t of mic.getTracks()) t.stop();
         const blob = new Blob(chunks, { type: recorder.mimeType || "audio/webm" });
         recorder = null;
-        const data = await new Promise((r) => { const fr = new FileReader(); fr.onload = () => r(String(fr.result).split(",")[1]); fr.readAsDataURL(blob); });
-        if (data) stream.send({ type: "audio", data, mime: blob.type.split(";")[0] });
+        await sendAudio(blob);
       };
       recorder.start();
       talk.textContent = "Listening… release to send";
