@@ -85,6 +85,19 @@ CASES: list[tuple[str, set[str]]] = [
     ("hello!", {N}), ("summarise this: the meeting moved to Thursday because it was a sunny day", {N}),
     ("call me at 555-1234", {N}), ("what does HTTP stand for?", {N}), ("thanks, that's all", {N}),
 ]
+# Written after the few-shot examples were last changed, and never tuned on: how the choice
+# does on prompts nobody looked at while adjusting it.
+HELD_OUT: list[tuple[str, set[str]]] = [
+    ("what is 48 divided by 6?", {"calculate"}), ("how much is 7 squared?", {"calculate"}),
+    ("what time is it in London?", {"current_time"}), ("remember that my dentist is Dr Patel", {"remember"}),
+    ("note that my bike is red", {"remember"}), ("what do you recall about my bike?", {"recall"}),
+    ("who is my dentist?", {"recall", N}), ("remind me at 8pm to lock the door", {"remind"}),
+    ("what date is 10 days from now?", {"date_add", "current_time"}),
+    ("draw a pie chart of 40, 35, 25 for rent, food, savings", {"make_chart"}),
+    ("what is the boiling point of water?", {N}), ("tell me a fun fact about owls", {N}),
+    ("how do you say good night in French?", {N}), ("write two lines about the sea", {N}),
+    ("good morning", {N}), ("that was helpful, thank you", {N}),
+]
 
 
 def peak_mib(pid: int) -> float:
@@ -112,6 +125,15 @@ async def short_prompt(base: str, model: str) -> dict:
 
 
 async def tool_choice(base: str, model: str) -> dict:
+    tuned = await _choices(base, model, CASES)
+    held = await _choices(base, model, HELD_OUT)
+    return {"tool_choice_accuracy": tuned["accuracy"], "tool_choice_prompts": len(CASES),
+            "tool_choice_wrong": tuned["wrong"], "tool_choice_held_out_accuracy": held["accuracy"],
+            "tool_choice_held_out_prompts": len(HELD_OUT), "tool_choice_held_out_wrong": held["wrong"],
+            "tool_step_p50_s": round(statistics.median(tuned["seconds"] + held["seconds"]), 2)}
+
+
+async def _choices(base: str, model: str, cases: list[tuple[str, set[str]]]) -> dict:
     async with httpx.AsyncClient() as client:
         status = LocalStatus(state="ready", model=model, base_url=base)
 
@@ -120,7 +142,7 @@ async def tool_choice(base: str, model: str) -> dict:
 
         provider = LocalModelProvider(state, client)
         right, wrong, seconds = 0, [], []
-        for question, expected in CASES:
+        for question, expected in cases:
             messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}]
             started = time.monotonic()
             chosen = N
@@ -132,8 +154,7 @@ async def tool_choice(base: str, model: str) -> dict:
                 right += 1
             else:
                 wrong.append(f"{question} -> {chosen}")
-    return {"tool_choice_accuracy": round(right / len(CASES), 3), "tool_choice_prompts": len(CASES),
-            "tool_choice_wrong": wrong, "tool_step_p50_s": round(statistics.median(seconds), 2)}
+    return {"accuracy": round(right / len(cases), 3), "wrong": wrong, "seconds": seconds}
 
 
 def through_serve(model: str, turns: int) -> dict:

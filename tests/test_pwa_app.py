@@ -214,6 +214,33 @@ async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, serve
     assert "Tell me an animal fact" not in sent and sent[-1] == "Thanks"
 
 
+async def test_a_link_in_a_reply_gets_a_preview_card_drawn_as_text(page, server, model) -> None:
+    """The page's half of link previews. The server's half (GET /v1/preview through the SSRF
+    guard, which refuses this machine's loopback test servers) is tested in test_ssrf.py and
+    test_servers_core_web.py; here the route's answer is given in its documented shape."""
+    asked: list[str] = []
+
+    async def preview(route) -> None:
+        asked.append(route.request.url)
+        await route.fulfill(json={"url": "https://garden.example/guide", "final_url": "https://garden.example/guide",
+                                  "status": 200, "site_name": "Garden Club", "title": "Tomato <b>guide</b>",
+                                  "description": "Grow <img src=x onerror=\"window.__pwned = 3\"> tomatoes in pots."})
+    await page.route("**/v1/preview?*", preview)
+    await signed_in(page, server)
+    await page.click("#new-chat")
+    model.enqueue(so.text("Read [the guide](https://garden.example/guide) before planting."))
+    await page.fill("#message", "How do I grow tomatoes?")
+    await page.click("#send")
+    card = page.locator(".msg.assistant a.preview")
+    await card.wait_for(timeout=30_000)
+    assert await card.locator(".preview-title").text_content() == "Tomato <b>guide</b>"
+    assert await card.locator("img, b").count() == 0 and await page.evaluate("window.__pwned") is None
+    assert await card.get_attribute("href") == "https://garden.example/guide"
+    assert await card.get_attribute("rel") == "noopener noreferrer"
+    assert asked and "url=https%3A%2F%2Fgarden.example%2Fguide" in asked[0]
+    await shoot(page, "link-preview")
+
+
 async def test_a_person_chats_and_sees_only_their_own_conversations(page, server, model, client) -> None:
     from tests.server_proc import IRIIS
 
