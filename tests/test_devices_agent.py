@@ -206,11 +206,19 @@ async def test_four_calls_in_flight_and_a_fifth_is_refused_at_once(device_server
     answering = Answering(device, slow)
     auth = {"Authorization": f"Bearer {paired['token']}"}
     await wait_offered(device_server, model, "files_slow", auth)
-    model.enqueue(*[so.tools(("files_slow", {}))] * 5)
-    model.enqueue(*[so.text("finished")] * 5)
     async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
-        asks = [asyncio.create_task(client.post("/v1/ask", json={"message": "slow device files"}, headers=auth))
-                for _ in range(5)]
+        # Five conversations started first, so the five calls below come from actors already
+        # running (a cold actor start on a busy machine can outlast the four calls' timeout).
+        sessions = []
+        for i in range(5):
+            model.enqueue(so.text("ready"))
+            started = await client.post("/v1/ask", json={"message": f"conversation {i}"}, headers=auth)
+            sessions.append(started.json()["session_id"])
+        model.enqueue(*[so.tools(("files_slow", {}))] * 5)
+        model.enqueue(*[so.text("finished")] * 5)
+        asks = [asyncio.create_task(client.post("/v1/ask", json={"message": "slow device files", "session_id": sid},
+                                                headers=auth))
+                for sid in sessions]
         await answering.wait_calls(4)
 
         async def busy_seen() -> None:

@@ -159,7 +159,10 @@ async def test_a_device_actor_killed_comes_back_on_the_same_socket_and_its_tools
 
     async with httpx.AsyncClient(base_url=server.url, timeout=60, headers=AUTH) as client:
         # The socket was registered again: the device is online, and its tool is offered.
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(60):
+            while not [d for d in (await client.get("/v1/me/devices")).json()["data"]
+                       if d["id"] == paired["device_id"] and d.get("online")]:
+                await asyncio.sleep(0.3)
             while True:
                 model.enqueue(so.text("ok"))
                 await client.post("/v1/ask", json={"message": "use my device files"},

@@ -27,11 +27,22 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+def _parse(path: Path) -> ast.AST:
+    # CPython 3.11.7 can raise "AST constructor recursion depth mismatch" (gh-106905) when
+    # another thread used the ast module at the same moment; parsing again is unaffected.
+    for _ in range(2):
+        try:
+            return ast.parse(path.read_text(), str(path))
+        except SystemError:
+            continue
+    return ast.parse(path.read_text(), str(path))
+
+
 def _imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     """Our modules this one imports, anywhere in the file."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_parse(path)):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -214,6 +214,26 @@ async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, serve
     assert "Tell me an animal fact" not in sent and sent[-1] == "Thanks"
 
 
+async def test_a_reply_still_being_written_is_followed_again_after_a_reload(page, server, model, client) -> None:
+    await signed_in(page, server)
+    await page.click("#new-chat")
+    words = " ".join(f"Step {i}." for i in range(40))
+    model.enqueue(so.text("Here is the plan. " + words, chunk_delay=0.1))
+    await page.fill("#message", "Plan my week, slowly")
+    await page.click("#send")
+    await page.wait_for_selector(".msg.assistant .sentence")
+    # The page goes away mid-reply (a background turn: it keeps going on the server) ...
+    await page.reload()
+    # ... and, opened again, follows the running turn to its end.
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=60_000)
+    shown = await page.locator(".msg.assistant").last.get_attribute("data-text")
+    assert shown.startswith("Here is the plan.") and shown.endswith("Step 39.")
+    sid = await page.evaluate("localStorage.getItem('iriis.session')")
+    stored = [(m["role"], m["content"]) for m in client.get(f"/v1/sessions/{sid}/messages").json()["data"]]
+    assert stored == [("user", "Plan my week, slowly"), ("assistant", "Here is the plan. " + words)]
+    assert await page.locator(".msg.user").count() == 1
+
+
 async def test_a_link_in_a_reply_gets_a_preview_card_drawn_as_text(page, server, model) -> None:
     """The page's half of link previews. The server's half (GET /v1/preview through the SSRF
     guard, which refuses this machine's loopback test servers) is tested in test_ssrf.py and

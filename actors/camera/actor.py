@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from actors.camera import procedures
 from actors.camera.context import ContextBuilder
 from actors.camera.events import (
-    Alert, Answer, CameraEvent, Coach, Notice, State, Thinking, Viewer, WebRtc, parse_event,
+    Alert, Answer, CameraEvent, Coach, Job, Notice, State, Thinking, Viewer, WebRtc, parse_event,
 )
 from actors.camera.look import fast_provider_free, look
 from actors.camera.review_job import ask_for_report, history_frames, run_review
@@ -375,6 +375,8 @@ class CameraActorBase:
     async def review(self, seconds: float = 90.0, question: str = "", file_id: int | None = None) -> int:
         """Start a review job; progress arrives as `job` events, the result as `report`."""
         job = next(self._jobs)
+        # Queued is said here, before the job can run, so it always comes first on the socket.
+        self.push(Job(job=job, stage="queued", progress=0.0))
         self._spawn(self._review(job, seconds, question, file_id))
         return job
 

@@ -20,7 +20,6 @@ from actors.camera.events import (
     Confirmation,
     ErrorEvent,
     FrameAck,
-    Job,
     PerceptionEvent,
     Pong,
     State,
@@ -151,8 +150,7 @@ class StreamCore:
         elif isinstance(message, m.Coach):
             await camera.set_coach(message.on, message.interval)
         elif isinstance(message, m.Review):
-            job = await camera.review(message.seconds, message.question, message.file_id)
-            await self.send(Job(job=job, stage="queued", progress=0.0))
+            await camera.review(message.seconds, message.question, message.file_id)
         elif isinstance(message, m.Confirm):
             result = await camera.confirm(message.id, message.approve, message.pin)
             await self.send(Confirmation(**result))

@@ -167,16 +167,17 @@ export class Chat {
       return;
     }
     current.set(id);
+    // A turn still running (the page was closed mid-reply) is followed again from its start,
+    // so its stored partial reply is not drawn as well.
+    const state = routes.owner ? await api(`/v1/sessions/${encodeURIComponent(id)}/state`).catch(() => null) : null;
+    const running = Boolean(state && state.running);
     const msgs = (body && body.data) || [];
     for (const m of msgs) {
       if (m.role === "user") this.userBubble(m.content, m.id);
-      else if (m.role === "assistant") this.assistantBubble(m);
+      else if (m.role === "assistant" && !(running && m.meta && m.meta.pending)) this.assistantBubble(m);
     }
     this.onEmpty(!this.transcript.querySelector(".msg"));
-    // A turn still running (the page was closed mid-reply): follow it again from its start.
-    if (!routes.owner) return;
-    const state = await api(`/v1/sessions/${encodeURIComponent(id)}/state`).catch(() => null);
-    if (state && state.running) {
+    if (running) {
       this.controller = new AbortController();
       const signal = this.controller.signal;
       this.stream(() => request(`/v1/sessions/${encodeURIComponent(id)}/stream`, { signal }));
