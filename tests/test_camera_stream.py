@@ -237,7 +237,6 @@ async def test_messages_are_dispatched_and_answered_in_their_wire_shape() -> Non
     await asyncio.wait_for(camera.asked_event.wait(), DEADLINE)
     assert sent.sent == [
         {"type": "pong"},
-        {"type": "job", "job": 7, "stage": "queued", "progress": 0.0},
         {"type": "confirmation", "id": "c1", "status": "declined"},
         {"type": "error", "code": "not_found", "message": "No procedure 9."},
         {"type": "error", "code": "no_viewer", "message": "No viewer 'viewer:3'."},
