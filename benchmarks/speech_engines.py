@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actors.voice.audio import pcm_to_float, resample_pcm  # noqa: E402
+from actors.voice.audio import resample_pcm  # noqa: E402
 from actors.voice.engines import PiperOffline, WhisperOffline  # noqa: E402
 from actors.voice.protocol import INPUT_RATE, OUTPUT_RATE  # noqa: E402
 
@@ -43,17 +43,11 @@ def main() -> None:
     windows: dict[str, list[float]] = {"30": [], "10": [], "5": []}
     seconds = []
     for question in QUESTIONS:
-        samples = pcm_to_float(resample_pcm(tts.synthesize(question), OUTPUT_RATE, INPUT_RATE))
-        seconds.append(len(samples) / INPUT_RATE)
+        pcm = resample_pcm(tts.synthesize(question), OUTPUT_RATE, INPUT_RATE)
+        seconds.append(len(pcm) / 2 / INPUT_RATE)
         for window in windows:
-            extra = {} if window == "30" else {"chunk_length": int(window)}
-
-            def run() -> None:
-                segments, _ = stt.model.transcribe(samples, language="en", beam_size=1, vad_filter=False,
-                                                   condition_on_previous_text=False, without_timestamps=True,
-                                                   **extra)
-                " ".join(s.text for s in segments)
-            windows[window].append(median_ms(run, args.runs))
+            chunk = None if window == "30" else int(window)
+            windows[window].append(median_ms(lambda: stt.transcribe(pcm, INPUT_RATE, chunk), args.runs))
     print(json.dumps({
         "benchmark": "speech_engines", "questions": len(QUESTIONS),
         "question_seconds": [round(s, 2) for s in seconds],

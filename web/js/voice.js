@@ -24,9 +24,9 @@
 // the `ready` event names.
 
 const HEADER_BYTES = 8;
-const SPEECH_RMS = 0.02;       // a 20 ms piece louder than this is speech
-const SPEECH_PIECES = 3;       // ... for this many pieces in a row starts an utterance
-const SILENCE_MS = 700;        // this much quiet after speech ends it
+export const SPEECH_RMS = 0.02;       // a 20 ms piece louder than this is speech
+export const SPEECH_PIECES = 3;       // ... for this many pieces in a row starts an utterance
+export const SILENCE_MS = 700;        // this much quiet after speech ends it
 const PREROLL_PIECES = 15;     // 300 ms before speech was detected is sent with it
 const PLAYED_EVERY_MS = 500;
 
