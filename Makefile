@@ -50,8 +50,8 @@ $(VENV)/.local-model: | $(STAMP)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian's chromium for the page tests"; \
-	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); \
-	  else (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); fi; }
+	  if [ "$$(id -u)" = 0 ]; then (apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null); \
+	  else (sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null); fi; }
 
 serve: $(STAMP)
 	$(BIN)/iriis serve
