@@ -6,7 +6,13 @@ client, `end` sent -> first audio frame received, and take the server's split fr
 `spoken` event: speech to text, the model's first sentence (turn start to its first sentence,
 which includes the scripted provider's time to first token), text to speech of that sentence,
 and our overhead (everything else). Prints one JSON line.
-Usage: python benchmarks/voice.py [--turns 20] [--ttft 0.0]
+
+As the page does, the client then sends the trailing quiet in real time: `pause` after
+PAUSE_MS of it (speech to text starts early, on what was said so far) and `end` at
+SILENCE_MS. `--no-pause` sends the same audio without `pause` (the path before early speech
+to text). The person hears the first word SILENCE_MS plus the figure measured here after
+they stop talking: `speech_end_to_first_audio_p50_ms` says so.
+Usage: python benchmarks/voice.py [--turns 20] [--ttft 0.0] [--no-pause]
 """
 
 from __future__ import annotations
@@ -40,9 +46,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-async def one_turn(ws, pcm: bytes) -> dict[str, float]:
+PAUSE_MS = 200     # web/js/voice.js
+SILENCE_MS = 700   # web/js/voice.js
+PIECE = 640        # 20 ms of PCM16 at 16 kHz, what the page's microphone sends
+
+
+async def one_turn(ws, pcm: bytes, pause: bool) -> dict[str, float]:
     for i in range(0, len(pcm), 3200):
         await ws.send(pcm[i:i + 3200])
+    quiet_started = time.perf_counter()
+    paused = False
+    while (elapsed := time.perf_counter() - quiet_started) < SILENCE_MS / 1000:
+        if pause and not paused and elapsed >= PAUSE_MS / 1000:
+            await ws.send(json.dumps({"type": "pause"}))
+            paused = True
+        await ws.send(bytes(PIECE))
+        await asyncio.sleep(0.02)
     sent = time.perf_counter()
     await ws.send(json.dumps({"type": "end"}))
     first_frame = None
@@ -59,22 +78,26 @@ async def one_turn(ws, pcm: bytes) -> dict[str, float]:
             t = event["timings"]
             assert first_frame is not None
             server_total = t["end_to_first_audio_s"]
-            parts = t["stt_s"] + t["model_first_sentence_s"] + t["tts_first_s"]
+            # Speech to text as far as the person waited for it: all of it without a pause,
+            # what was left of it at `end` when it started early.
+            stt = t["stt_wait_s"] if t.get("stt_early") else t["stt_s"]
+            parts = stt + t["model_first_sentence_s"] + t["tts_first_s"]
             return {"client_end_to_first_audio": first_frame, "server_end_to_first_audio": server_total,
-                    "stt": t["stt_s"], "model_first_sentence": t["model_first_sentence_s"],
+                    "stt": t["stt_s"], "stt_wait": t["stt_wait_s"], "early": bool(t.get("stt_early")),
+                    "model_first_sentence": t["model_first_sentence_s"],
                     "tts_first_sentence": t["tts_first_s"],
                     # Everything that is not a model: socket, actors, queues, framing.
                     "overhead": first_frame - parts}
 
 
-async def run(url: str, pcm: bytes, turns: int) -> list[dict[str, float]]:
+async def run(url: str, pcm: bytes, turns: int, pause: bool) -> list[dict[str, float]]:
     """Each turn on a fresh socket (a new conversation, its actor started before `end`); two
     warm-up turns first so the speech models are loaded."""
     results = []
     for i in range(turns + 2):
         async with connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}, max_size=None) as ws:
             json.loads(await ws.recv())
-            result = await one_turn(ws, pcm)
+            result = await one_turn(ws, pcm, pause)
         if i >= 2:
             results.append(result)
     return results
@@ -84,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--ttft", type=float, default=0.0, help="the scripted model's time to first token")
+    parser.add_argument("--no-pause", action="store_true", help="never send `pause` (no early speech to text)")
     args = parser.parse_args()
     speech = SpeechService(environ={})
     said = asyncio.run(speech.synthesize(QUESTION))
@@ -97,7 +121,7 @@ def main() -> None:
         }).start()
         try:
             url = server.url.replace("http://", "ws://") + "/v1/voice/ws"
-            results = asyncio.run(run(url, pcm, args.turns))
+            results = asyncio.run(run(url, pcm, args.turns, not args.no_pause))
         finally:
             server.stop()
             provider.stop()
@@ -107,11 +131,13 @@ def main() -> None:
 
     print(json.dumps({
         "benchmark": "voice", "turns": args.turns, "scripted_ttft_ms": args.ttft * 1000,
+        "pause": not args.no_pause, "early_stt_used": sum(r["early"] for r in results),
         "utterance_s": round(len(pcm) / 2 / p.INPUT_RATE, 2),
         "end_to_first_audio_p50_ms": p50("client_end_to_first_audio"),
         "end_to_first_audio_p95_ms": round(percentile([r["client_end_to_first_audio"] for r in results], 0.95) * 1000, 1),
         "server_end_to_first_audio_p50_ms": p50("server_end_to_first_audio"),
-        "stt_p50_ms": p50("stt"), "model_first_sentence_p50_ms": p50("model_first_sentence"),
+        "speech_end_to_first_audio_p50_ms": round(SILENCE_MS + p50("client_end_to_first_audio"), 1),
+        "stt_p50_ms": p50("stt"), "stt_wait_p50_ms": p50("stt_wait"), "model_first_sentence_p50_ms": p50("model_first_sentence"),
         "tts_first_sentence_p50_ms": p50("tts_first_sentence"), "overhead_p50_ms": p50("overhead"),
         "goals": {"overhead_p50_ms": 100, "end_to_first_audio_p50_ms": 800},
         "engines": {"stt": "faster-whisper tiny.en int8", "tts": "piper en_US-joe-medium"},

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import ray
 
+from actors.common.names import SESSIONS, find_actor_async, live_actors_async
 from actors.session.actor import SessionConfig, live_sessions_async
-from actors.session.pool import find_session, forget_session, registry, session_handle
+from actors.session.pool import SLOT, find_session, forget_session, registry, session_handle
 from actors.store.migrate import migrate
 from actors.store.store import Store
 
@@ -45,11 +46,20 @@ async def config(ray_session: None, tmp_path: Path):
     from actors.session import pool
 
     if pool._registry is not None:
-        await pool._registry.close.remote()
         ray.kill(pool._registry, no_restart=True)
         pool._registry = None
-    for handle in (await live_sessions_async()).values():
-        ray.kill(handle, no_restart=True)
+
+    async def leftovers() -> dict:
+        # Every slot actor: conversations, spares, one still warming up.
+        found = await live_actors_async(SLOT)
+        for handle in found.values():
+            ray.kill(handle, no_restart=True)
+        return found
+
+    # ray.kill returns at once, and the next test's registry would adopt the slot actors it finds
+    # alive, or be this one found by name.
+    await until(leftovers, lambda found: not found, timeout=60)
+    await until(lambda: find_actor_async(SESSIONS), lambda found: found is None, timeout=30)
 
 
 async def test_new_conversation_adopts_a_warm_spare(config: SessionConfig) -> None:
@@ -99,3 +109,32 @@ async def test_after_idle_exit_a_fresh_actor_rebuilds_from_the_store(config: Ses
     fresh = await session_handle("conv-idle", config, None)
     assert fresh._actor_id != handle._actor_id
     assert await fresh.open.remote(False) == "task"
+
+
+@ray.remote(num_cpus=0)
+class CountingAgent:
+    """Stands in for the AgentLoop handle: counts the warm-up calls it gets."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def ready(self) -> bool:
+        self.calls += 1
+        return True
+
+    def count(self) -> int:
+        return self.calls
+
+
+async def test_a_spare_is_warmed_before_it_adopts(config: SessionConfig) -> None:
+    agent = CountingAgent.remote()
+    reg = await registry(config, agent)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=60)
+    # The spare called the agent while it waited, before any conversation existed.
+    assert await agent.count.remote() >= 1
+    handle = await session_handle("conv-warm", config, agent)
+    spent = await handle.warm.remote()
+    assert set(spent) == {"agent", "encoder", "store"}
+    # Warming reads only: the adopted conversation is still new.
+    assert await handle.open.remote(True, "chat") == "chat"
+    assert await handle.messages.remote() == []

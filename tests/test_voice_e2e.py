@@ -157,6 +157,47 @@ async def test_a_spoken_question_is_answered_aloud(voice_server, model, speech) 
     assert [(m["role"], m["content"]) for m in history] == [("user", transcript["text"]), ("assistant", REPLY)]
 
 
+async def test_speech_to_text_starts_at_a_pause_and_stands_when_only_quiet_follows(
+        voice_server, model, speech) -> None:
+    model.enqueue(scripted_text(REPLY))
+    question = await spoken(speech, QUESTION)
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        ready = await voice.until("ready")
+        for i in range(0, len(question), 3200):
+            await ws.send(question[i:i + 3200])
+        await ws.send(json.dumps({"type": "pause"}))
+        for _ in range(5):  # the page's trailing quiet, as the microphone sends it
+            await asyncio.sleep(0.1)
+            await ws.send(bytes(3200))
+        await ws.send(json.dumps({"type": "end"}))
+        transcript = await voice.until("transcript")
+        timings = (await voice.until("spoken"))["timings"]
+    assert heard_as(transcript["text"], QUESTION), transcript
+    assert timings["stt_early"] is True and 0 <= timings["stt_wait_s"]
+    assert heard_as(last_user_message(model), QUESTION)
+    history = stored(voice_server, ready["session_id"])
+    assert [m["role"] for m in history] == ["user", "assistant"] and history[0]["content"] == transcript["text"]
+
+
+async def test_speech_after_a_pause_is_transcribed_with_the_rest(voice_server, model, speech) -> None:
+    model.enqueue(scripted_text(REPLY))
+    question = await spoken(speech, QUESTION)
+    cut = (len(question) * 2 // 5) & ~1
+    async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+        voice = VoiceClient(ws)
+        await voice.until("ready")
+        for i in range(0, cut, 3200):
+            await ws.send(question[i:min(i + 3200, cut)])
+        await ws.send(json.dumps({"type": "pause"}))
+        await ws.send(bytes(3200))
+        await voice.speak(question[cut:])  # the person went on: the early transcript is dropped
+        transcript = await voice.until("transcript")
+        timings = (await voice.until("spoken"))["timings"]
+    assert heard_as(transcript["text"], QUESTION), transcript
+    assert timings["stt_early"] is False
+
+
 async def test_barge_in_keeps_only_what_was_heard(voice_server, model, speech) -> None:
     first = "The forecast has three parts."
     rest = " " + " ".join(f"word{i}" for i in range(40)) + "."

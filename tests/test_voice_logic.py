@@ -11,10 +11,17 @@ import numpy as np
 import pytest
 
 from actors.voice import protocol as p
-from actors.voice.audio import float_to_pcm, frames_of, pcm_to_float, read_wav, resample, wav_bytes
+from actors.voice.audio import float_to_pcm, frames_of, is_quiet, pcm_to_float, read_wav, resample, wav_bytes
 from actors.voice.heard import PlayLog, words_for
 from actors.voice.speaker import SpeechQueue
-from actors.voice.utterance import MAX_UTTERANCE_BYTES, MIN_UTTERANCE_BYTES, Phase, Refusal, Utterance
+from actors.voice.utterance import (
+    MAX_UTTERANCE_BYTES,
+    MIN_UTTERANCE_BYTES,
+    Phase,
+    Refusal,
+    Utterance,
+    early_transcript_holds,
+)
 
 
 # -- the wire ----------------------------------------------------------------------------------
@@ -265,3 +272,57 @@ def test_utterance_limits_at_over_and_under() -> None:
         u.end()
     assert long.value.code == "utterance_too_long"
     assert u.buffer == bytearray()  # the next utterance starts clean
+
+
+# -- early speech to text at a pause ------------------------------------------------------------
+
+def _tone(seconds: float, loudness: float) -> bytes:
+    n = int(p.INPUT_RATE * seconds)
+    return float_to_pcm(np.sin(np.linspace(0, 2 * np.pi * 300 * seconds, n)).astype(np.float32) * loudness)
+
+
+def test_a_pause_message_parses_and_only_with_its_type() -> None:
+    assert isinstance(p.parse_client('{"type": "pause"}'), p.Pause)
+    with pytest.raises(p.BadMessage):
+        p.parse_client('{"type": "paused"}')
+
+
+def test_quiet_is_judged_piece_by_piece_against_the_threshold() -> None:
+    assert is_quiet(b"", p.INPUT_RATE, p.QUIET_RMS)
+    assert is_quiet(bytes(3200), p.INPUT_RATE, p.QUIET_RMS)
+    # Room noise under the threshold is quiet; one 20 ms word-sized burst in a second is not.
+    assert is_quiet(_tone(1.0, 0.02), p.INPUT_RATE, p.QUIET_RMS)
+    assert not is_quiet(bytes(16_000) + _tone(0.02, 0.3) + bytes(16_000), p.INPUT_RATE, p.QUIET_RMS)
+
+
+def test_a_pause_hands_over_the_speech_so_far_and_end_remembers_where_it_came() -> None:
+    u = Utterance()
+    u.audio(bytes(MIN_UTTERANCE_BYTES - 2))
+    assert u.pause() is None  # too little to transcribe yet
+    u.audio(b"\x01\x00" * 10)
+    early = u.pause()
+    assert early is not None and len(early) == MIN_UTTERANCE_BYTES + 18 == u.paused_at
+    u.audio(bytes(320))
+    pcm = u.end()
+    assert u.ended_paused_at == len(early) and u.paused_at is None and len(pcm) == len(early) + 320
+    assert u.pause() is None  # transcribing: no early transcript of the next one yet
+
+
+def test_no_pause_no_early_transcript_and_past_the_limit_none() -> None:
+    u = Utterance()
+    u.audio(bytes(MIN_UTTERANCE_BYTES))
+    u.end()
+    assert u.ended_paused_at is None
+    u.heard()
+    u.audio(bytes(MAX_UTTERANCE_BYTES + 2))
+    assert u.pause() is None
+
+
+def test_the_early_transcript_holds_only_when_quiet_followed_the_pause() -> None:
+    speech = _tone(1.0, 0.4)
+    assert early_transcript_holds(speech + bytes(16_000), len(speech))
+    assert early_transcript_holds(speech, len(speech))
+    # The person went on talking after the pause: transcribe the whole utterance.
+    assert not early_transcript_holds(speech + bytes(3200) + _tone(0.5, 0.4), len(speech))
+    assert not early_transcript_holds(speech, None)
+    assert not early_transcript_holds(speech, len(speech) + 2)

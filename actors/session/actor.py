@@ -33,7 +33,6 @@ from actors.common.names import NAMESPACE, SESSIONS, find_actor, find_actor_asyn
 from actors.devices.people import OWNER_ID
 from actors.errors import report
 from actors.logmask import install_log_masking
-from actors.memory.embed_actor import remote_encoder
 from actors.session import confirmations, turns
 from actors.session.confirmations import (
     ConfirmationAnswer,
@@ -46,6 +45,7 @@ from actors.session.events import Cancel, ConfirmRequest, TurnEvent, TurnRequest
 from actors.session.learning import LearningPlan
 from actors.session.turnlog import TurnLog
 from actors.session.turns import TurnDesk
+from actors.session.warm import shared_encoder, warm_process
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,6 @@ class SessionActor:
         self._started = time.time()
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
-        self._encoder_state: tuple[Any] | None = None
         self.durable = DurableTurns(self.core, self.store, report)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -151,6 +150,10 @@ class SessionActor:
             remember_adoption(session_id)
             self.__init__(session_id, self.config, self.agent)  # every per-conversation field
         return self.core.session_id
+
+    async def warm(self) -> dict[str, float]:
+        """A spare, while it waits: the process-wide set-up a first turn would pay for."""
+        return await warm_process(self.store, self.agent)
 
     def pid(self) -> int:
         """This actor's process id (fault tests kill it)."""
@@ -251,7 +254,7 @@ class SessionActor:
         # the turn's end waits for that write (DurableTurns.settle), so nothing reaches `done`
         # unwritten.
         self.durable.begin(turn)
-        request, person = await turns.prepare(self.store, self.core, turn, message, attended, self._encoder,
+        request, person = await turns.prepare(self.store, self.core, turn, message, attended, shared_encoder,
                                               session=ray.get_runtime_context().current_actor, sources=sources,
                                               work_only=work_only)
         # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
@@ -287,16 +290,6 @@ class SessionActor:
             self._summarizing = asyncio.get_running_loop().create_task(self._summarize())
 
     # -- learning -------------------------------------------------------------------------
-
-    async def _encoder(self) -> Any:
-        """The shared sentence encoder (paraphrase-aware memory), or None to stay lexical."""
-        if self._encoder_state is None:
-            try:
-                self._encoder_state = (await remote_encoder(),)
-            except Exception as exc:  # noqa: BLE001 - memory must never cost a reply
-                log.warning("sentence encoder unavailable: %s", exc)
-                self._encoder_state = (None,)
-        return self._encoder_state[0]
 
     def _background(self, ref: Any, what: str) -> None:
         async def run() -> None:

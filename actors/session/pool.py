@@ -104,6 +104,8 @@ class SessionRegistry:
         handle = await asyncio.to_thread(self._new_slot)
         try:
             await asyncio.wait_for(handle.open.remote(False), ADOPT_TIMEOUT)
+            spent = await asyncio.wait_for(handle.warm.remote(), ADOPT_TIMEOUT)
+            log.debug("spare session warmed (ms): %s", spent)
         except RayActorError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed warm-up read only costs speed

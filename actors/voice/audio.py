@@ -68,3 +68,15 @@ def frames_of(pcm: bytes, frame_samples: int) -> list[bytes]:
 
 def seconds(pcm: bytes, rate: int) -> float:
     return len(pcm) / 2 / rate
+
+
+def is_quiet(pcm: bytes, rate: int, threshold: float, piece_seconds: float = 0.02) -> bool:
+    """True when no `piece_seconds` piece of `pcm` is louder (RMS, full scale 1.0) than
+    `threshold`: nothing was said in it."""
+    samples = pcm_to_float(pcm)
+    if samples.size == 0:
+        return True
+    size = max(1, int(rate * piece_seconds))
+    padded = np.pad(samples, (0, (-samples.size) % size))
+    pieces = padded.reshape(-1, size)
+    return bool((np.sqrt(np.mean(pieces * pieces, axis=1)) <= threshold).all())

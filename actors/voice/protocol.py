@@ -28,6 +28,7 @@ MAX_UTTERANCE_SECONDS = 30.0            # longer speech is refused, not cut
 MIN_UTTERANCE_SECONDS = 0.2             # shorter is a click, not words
 MAX_TURN_TEXT = 10_000
 IDLE_SECONDS = 120.0
+QUIET_RMS = 0.02                        # a 20 ms piece at most this loud is not speech (the page's SPEECH_RMS)
 
 CLOSE_UNAUTHORIZED = 4401   # no key, a bad one, or a revoked device
 CLOSE_FORBIDDEN = 4403      # a caller that may not use voice
@@ -42,6 +43,13 @@ CLOSE_TOO_BIG = 1009        # a message over its limit
 class EndOfUtterance(BaseModel):
     """The client's voice activity detection says the person stopped talking."""
     type: Literal["end"]
+
+
+class Pause(BaseModel):
+    """The client's voice detection hears quiet after speech: the utterance may be ending, so
+    speech to text may start on what came so far. Only `end` ends it; speech after the pause
+    (louder than QUIET_RMS) makes the server transcribe the whole utterance again at `end`."""
+    type: Literal["pause"]
 
 
 class SayText(BaseModel):
@@ -74,7 +82,7 @@ class Ping(BaseModel):
     type: Literal["ping"]
 
 
-ClientMessage = Annotated[EndOfUtterance | SayText | Interrupt | Played | ConfirmAnswer | Ping,
+ClientMessage = Annotated[EndOfUtterance | Pause | SayText | Interrupt | Played | ConfirmAnswer | Ping,
                           Field(discriminator="type")]
 _CLIENT: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 
@@ -133,7 +141,7 @@ class Spoken(_Event):
     frames: int
     # Where the time went (seconds): speech to text, the model's first sentence, its speech,
     # and from the end of the utterance to the first frame sent.
-    timings: dict[str, float | None] = Field(default_factory=dict)
+    timings: dict[str, float | bool | None] = Field(default_factory=dict)
 
 
 class Pong(_Event):

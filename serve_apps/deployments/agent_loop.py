@@ -189,6 +189,11 @@ class AgentLoop:
         return TurnContext(confirm=confirm if attended else None, audit=audit, on_failure=on_failure,
                            session_id=session_id, sources=list(sources or []))
 
+    async def ready(self) -> bool:
+        """Nothing: a new SessionActor calls it once so its handle's router is set up before a
+        conversation needs it (actors/session/warm.py)."""
+        return True
+
     async def run(self, request: TurnRequest) -> AsyncIterator[TurnEvent]:
         """One turn's typed events: sentences, tools, then a `TurnResult` (or a `TurnError`)."""
         # The model's plain messages; what the typed ones said was not the owner's words stays

@@ -33,7 +33,7 @@ from actors.voice import protocol as p
 from actors.voice.heard import PlayLog
 from actors.voice.speaker import SpeechQueue
 from actors.voice.speech_actor import speech_actor
-from actors.voice.utterance import Refusal, Utterance
+from actors.voice.utterance import Refusal, Utterance, early_transcript_holds
 from serve_apps.http.bodies import SESSION_ID
 from serve_apps.http.deps import context_of
 from serve_apps.http.errors import ApiError
@@ -72,6 +72,10 @@ class VoiceConnection:
         self.queue: SpeechQueue | None = None
         self.ended_at: float | None = None   # the last end of utterance (for the timings)
         self.stt_seconds: float | None = None
+        self.stt_wait: float | None = None   # end of utterance -> its transcript in hand
+        self.stt_early: bool | None = None   # that transcript was started at a pause
+        # Speech to text started at the last `pause`: (bytes of utterance it covers, its task).
+        self.early: tuple[int, asyncio.Task[Any]] | None = None
         self.reply_id: str | None = None     # the running turn's saved reply, once it is written
 
     # -- sending ------------------------------------------------------------------------
@@ -167,7 +171,8 @@ class VoiceConnection:
         def span(a: float | None, b: float | None) -> float | None:
             return round(b - a, 4) if a is not None and b is not None else None
 
-        return {"stt_s": self.stt_seconds, "model_first_sentence_s": span(started, t.first_sentence),
+        return {"stt_s": self.stt_seconds, "stt_wait_s": self.stt_wait, "stt_early": self.stt_early,
+                "model_first_sentence_s": span(started, t.first_sentence),
                 "tts_first_s": span(t.first_tts_started, t.first_tts_done),
                 "end_to_first_audio_s": span(self.ended_at, t.first_frame) if self.ended_at else None,
                 "turn_to_first_audio_s": span(started, t.first_frame)}
@@ -202,12 +207,13 @@ class VoiceConnection:
             await self.error(refusal.code, refusal.message)
             return
         try:
-            heard = await self.speech.transcribe.remote(pcm, p.INPUT_RATE)
+            heard = await self._transcript(pcm, self.utter.ended_paused_at)
         except Exception as exc:  # noqa: BLE001 - speech failed: say so, keep the socket
             self.utter.heard()
             report("voice.stt", exc, path="/v1/voice/ws")
             await self.error("speech_failed", "Speech to text failed; try again or type instead.")
             return
+        self.stt_wait = round(time.monotonic() - self.ended_at, 4)
         self.stt_seconds = round(heard.seconds, 4)
         await self.send_json(p.Transcript(text=heard.text, engine=heard.engine).wire())
         self.utter.heard()
@@ -216,8 +222,38 @@ class VoiceConnection:
             return
         await self.start_turn(heard.text)
 
+    def pause(self) -> None:
+        """Quiet after speech: start speech to text on the utterance so far, so that at `end`
+        (usually SILENCE_MS later) the transcript is ready or nearly so."""
+        if self.early is not None and not self.early[1].done():
+            return  # one at a time: the speech actor would only queue a second
+        pcm = self.utter.pause()
+        if pcm is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._stt(pcm))
+        # An early transcript nobody uses (speech went on) must not log an unread failure.
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        self.early = (len(pcm), task)
+
+    async def _stt(self, pcm: bytes) -> Any:
+        return await self.speech.transcribe.remote(pcm, p.INPUT_RATE)
+
+    async def _transcript(self, pcm: bytes, paused_at: int | None) -> Any:
+        """The utterance's transcript: the one started at its pause when only quiet came after
+        it, else (or if that one failed) a fresh one of the whole utterance."""
+        early, self.early = self.early, None
+        if early is not None and early[0] == paused_at and early_transcript_holds(pcm, paused_at):
+            try:
+                heard = await early[1]
+                self.stt_early = True
+                return heard
+            except Exception:  # noqa: BLE001 - transcribe the whole utterance instead
+                log.warning("early speech to text failed; transcribing the utterance again")
+        self.stt_early = False
+        return await self._stt(pcm)
+
     async def text(self, text: str) -> None:
-        self.ended_at, self.stt_seconds = None, None
+        self.ended_at, self.stt_seconds, self.stt_wait, self.stt_early = None, None, None, None
         if self.utter.responding:
             await self.interrupt(None)
         try:
@@ -236,6 +272,8 @@ class VoiceConnection:
     async def dispatch(self, message: Any) -> None:
         if isinstance(message, p.EndOfUtterance):
             await self.end_of_utterance()
+        elif isinstance(message, p.Pause):
+            self.pause()
         elif isinstance(message, p.SayText):
             await self.text(message.text)
         elif isinstance(message, p.Interrupt):
@@ -272,6 +310,8 @@ class VoiceConnection:
 
     async def close(self) -> None:
         """The socket ended: stop the audio; a turn still running stops where it was heard."""
+        if self.early is not None:
+            self.early[1].cancel()
         if self.turn is not None and not self.turn.done():
             if self.utter.responding:
                 await self.interrupt(None)

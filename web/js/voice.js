@@ -27,6 +27,7 @@ const HEADER_BYTES = 8;
 export const SPEECH_RMS = 0.02;       // a 20 ms piece louder than this is speech
 export const SPEECH_PIECES = 3;       // ... for this many pieces in a row starts an utterance
 export const SILENCE_MS = 700;        // this much quiet after speech ends it
+export const PAUSE_MS = 200;          // this much tells the server to start speech to text early
 const PREROLL_PIECES = 15;     // 300 ms before speech was detected is sent with it
 const PLAYED_EVERY_MS = 500;
 
@@ -184,6 +185,7 @@ export function mountVoice(container, options = {}) {
   let recording = false;     // sending microphone PCM now
   let loud = 0;              // loud pieces in a row
   let quietSince = null;
+  let paused = false;        // told the server about this quiet stretch already
   const preroll = [];
   let reply = null;          // the transcript line the reply is written into
   let lastReported = null;
@@ -207,6 +209,7 @@ export function mountVoice(container, options = {}) {
   function beginUtterance() {
     bargeIn();
     recording = true;
+    paused = false;
     for (const piece of preroll.splice(0)) send(piece);
     status.textContent = "Listening…";
     talk.classList.add("active");
@@ -230,12 +233,17 @@ export function mountVoice(container, options = {}) {
       if (rms > SPEECH_RMS) {
         loud += 1;
         quietSince = null;
+        paused = false;
         if (!recording && loud >= SPEECH_PIECES) beginUtterance();
       } else {
         loud = 0;
         if (recording) {
           quietSince = quietSince || performance.now();
-          if (performance.now() - quietSince > SILENCE_MS) endUtterance();
+          const quiet = performance.now() - quietSince;
+          // Early speech to text on what was said so far; `end` still decides (speech after
+          // this makes the server transcribe the whole utterance again).
+          if (!paused && quiet > PAUSE_MS) { paused = true; send(JSON.stringify({ type: "pause" })); }
+          if (quiet > SILENCE_MS) endUtterance();
         }
       }
     },
