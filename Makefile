@@ -57,7 +57,7 @@ serve: $(STAMP)
 	$(BIN)/iriis serve
 
 test: install-test
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs --durations=25
 
 bench: install-test
 	$(BIN)/python benchmarks/chat_overhead.py

@@ -245,6 +245,14 @@ def test_the_scheduler_killed_mid_task_finishes_it_once_with_every_run_kept(clie
     model.responder = tm
     row = client.post("/v1/tasks", json={"title": "Fault", "goal": "Survive a kill"}).json()
     until(lambda: task(client, row["id"])["status"] == "running", timeout=60)
+    # Mid-task: the first run's turn has begun in the task's conversation (its model call
+    # hangs 4 s), not only been marked as running.
+    def begun() -> bool:
+        got = client.get(f"/v1/sessions/{row['conversation_id']}/messages")  # 404 until its turn opens it
+        return got.status_code == 200 and any(m["content"].startswith("Background task: Fault")
+                                              for m in got.json()["data"])
+
+    until(begun, timeout=60)
     before = client.get("/v1/scheduler").json()
     os.kill(before["pid"], signal.SIGKILL)
     done = until(lambda: (t := task(client, row["id"]))["status"] in ("done", "failed") and t, timeout=120,

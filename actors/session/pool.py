@@ -4,9 +4,9 @@ registry that maps conversation ids to the live one.
 Each conversation is still its own Ray actor (one process, exiting when idle), but starting a
 worker process and importing the session package costs about two seconds here, so a new
 conversation would wait for it. Instead the `SessionRegistry` ("sessions", detached, restarts
-forever) keeps `spares` actors warm (process started, modules imported, a store connection made)
-and gives one to the first request for a conversation id (`adopt`); a fresh spare is started
-behind it. The registry only remembers which actor holds which conversation: the actors are named
+forever) keeps `spares` actors warm (process started, modules imported, a store connection made,
+then the rest of actors/session/warm.py) and gives one to the first request for a conversation
+id (`adopt`); a fresh spare is started behind it. The registry only remembers which actor holds which conversation: the actors are named
 `session-slot:<n>`, so a restarted registry rebuilds that map by asking each of them, and one that
 exited (idle, or killed) is dropped the next time somebody reports it dead or the sweep runs.
 
@@ -104,13 +104,21 @@ class SessionRegistry:
         handle = await asyncio.to_thread(self._new_slot)
         try:
             await asyncio.wait_for(handle.open.remote(False), ADOPT_TIMEOUT)
-            spent = await asyncio.wait_for(handle.warm.remote(), ADOPT_TIMEOUT)
-            log.debug("spare session warmed (ms): %s", spent)
         except RayActorError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed warm-up read only costs speed
             log.warning("spare session warm-up failed: %s", exc)
         return handle
+
+    async def _warm_process(self, handle: Any) -> None:
+        """The rest of the warm-up (actors/session/warm.py), once the spare is on offer: the
+        first of them waits for the sentence encoder to load, and a conversation that comes
+        meanwhile should not wait for that. Process-wide only, so adopting during it is safe."""
+        try:
+            spent = await asyncio.wait_for(handle.warm.remote(), ADOPT_TIMEOUT)
+            log.debug("spare session warmed (ms): %s", spent)
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs speed
+            log.warning("spare session warm-up failed: %s", exc)
 
     def _top_up(self) -> None:
         if self._refill is None or self._refill.done():
@@ -120,12 +128,15 @@ class SessionRegistry:
         while len(self.spare) + self._starting < self.config.spares:
             self._starting += 1
             try:
-                self.spare.append(await self._warm_slot())
+                handle = await self._warm_slot()
+                self.spare.append(handle)
             except Exception as exc:  # noqa: BLE001 - try again on the next adoption
                 log.warning("could not start a spare session actor: %s", exc)
                 return
             finally:
                 self._starting -= 1
+            # One spare warming at a time: the next one starts after it.
+            await self._warm_process(handle)
 
     async def _adopt(self, session_id: str) -> Any:
         while self.spare:
