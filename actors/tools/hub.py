@@ -34,12 +34,21 @@ class ToolHub:
         self.catalogue = Catalogue(McpConfig.model_validate(mcp), environ, reserved=set(reserved))
         self._start: asyncio.Task[None] | None = None
         self.devices: dict[int, device_provider.DeviceProvider] = {}
-        if ray.get_runtime_context().was_current_actor_reconstructed:
-            # Queued behind this constructor: the servers start and the devices come back.
+        # After a restart: recovery is queued behind this constructor, and the first status
+        # read starts it too, should that queued call be lost in the restart.
+        self._recovery: asyncio.Task[int] | None = None
+        self._reconstructed = ray.get_runtime_context().was_current_actor_reconstructed
+        if self._reconstructed:
             ray.get_runtime_context().current_actor.recover.remote()
 
     async def recover(self) -> int:
-        """After a restart: start the servers, and have each connected device publish again."""
+        """After a restart: start the servers, and have each connected device publish again
+        (once, however often it is asked)."""
+        if self._recovery is None:
+            self._recovery = asyncio.get_running_loop().create_task(self._recover())
+        return await asyncio.shield(self._recovery)
+
+    async def _recover(self) -> int:
         from actors.devices.actor import live_devices_async
 
         await self.ready()
@@ -62,9 +71,14 @@ class ToolHub:
         if self._start is None:
             self._start = asyncio.get_running_loop().create_task(self.catalogue.start())
         await asyncio.shield(self._start)
-        return self.status()
+        return self._status()
 
-    def status(self) -> list[dict[str, Any]]:
+    async def status(self) -> list[dict[str, Any]]:
+        if self._reconstructed and self._recovery is None:
+            asyncio.get_running_loop().create_task(self.recover())
+        return self._status()
+
+    def _status(self) -> list[dict[str, Any]]:
         return [s.model_dump() for s in self.catalogue.status()]
 
     async def listing(self, person: int | None = None) -> tuple[dict[str, ToolSpec], dict[str, list[str]]]:
