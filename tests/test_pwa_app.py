@@ -459,6 +459,11 @@ async def test_the_camera_page_coaches_follows_a_procedure_and_a_viewer_watches_
         await viewer.wait_for_function("() => (document.querySelector('#page-camera video')?.videoWidth || 0) > 0",
                                        timeout=60_000)
         await page.locator(".camera-log li", has_text="someone is watching").wait_for()
+        # Watch-only: none of the camera owner's controls, and a way to use one's own camera.
+        assert not await viewer.is_visible("#camera-question")
+        assert not await viewer.is_visible("#page-camera select[aria-label=Procedure]")
+        assert await viewer.is_visible("#page-camera >> text=Use my camera instead")
+        assert await page.is_visible("#camera-question")
         await viewer.wait_for_timeout(500)
         await viewer.screenshot(path=str(SHOTS / "camera-viewer-desktop.png"))
     finally:

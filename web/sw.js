@@ -8,7 +8,8 @@ const SHELL = [
   "/static/js/api.js", "/static/js/chat.js", "/static/js/cards.js", "/static/js/markdown.js",
   "/static/js/composer.js", "/static/js/files.js", "/static/js/conversations.js", "/static/js/welcome.js",
   "/static/js/calls.js", "/static/js/settings.js", "/static/js/memory.js", "/static/js/devices.js",
-  "/static/js/tasks.js", "/static/js/errors.js", "/static/js/camera.js", "/static/js/voice.js", "/static/js/voice-worklet.js",
+  "/static/js/tasks.js", "/static/js/errors.js", "/static/js/camera.js", "/static/js/handsfree.js",
+  "/static/js/voice.js", "/static/js/voice-worklet.js",
   "/static/vendor/purify.es.js", "/static/vendor/marked.esm.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/badge-96.png",
 ];

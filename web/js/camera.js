@@ -286,8 +286,15 @@ export function mount(root) {
     },
   };
 
+  // Watching someone else's stream: only the video, the log and a way to use this camera.
+  const ownControls = [procedure, coach, speakLabel, talk, handsFree, ask];
+  const watchOnly = (on) => {
+    for (const c of ownControls) c.hidden = on;
+    start.textContent = on ? "Use my camera instead" : "Start camera";
+  };
+
   start.addEventListener("click", async () => {
-    if (watching) { watching.stop(); watching = null; }
+    if (watching) { watching.stop(); watching = null; watchOnly(false); }
     stream = new Stream(ui);
     try {
       await stream.start();
@@ -369,7 +376,7 @@ export function mount(root) {
     for (const p of (body && body.data) || []) procedure.append(Object.assign(el("option", null, p.name || p.title || `procedure ${p.id}`), { value: String(p.id) }));
     procedure.value = keep;
     const w = /watch=([\w-]+)/.exec(location.hash);
-    if (w && !watching && !stream) { watching = watch(w[1], ui); ui.log("state", "Watching stream " + w[1]); }
+    if (w && !watching && !stream) { watching = watch(w[1], ui); watchOnly(true); ui.log("state", "Watching stream " + w[1]); }
   };
   return { refresh };
 }
