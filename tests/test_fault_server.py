@@ -240,13 +240,14 @@ def test_the_scheduler_killed_mid_task_finishes_it_once_with_every_run_kept(clie
     from tests.test_e2e_tasks import TaskModel, task
 
     tm = TaskModel()
-    tm.replies["Fault"] = [so.Reply(text="First run.\nSTATUS: done", hang=4),
+    # The hang outlasts the kill below, well inside the fixture's 5 s provider timeout.
+    tm.replies["Fault"] = [so.Reply(text="First run.\nSTATUS: done", hang=2.5),
                            so.text("Second run, finished.\nSTATUS: done")]
     model.responder = tm
     row = client.post("/v1/tasks", json={"title": "Fault", "goal": "Survive a kill"}).json()
     until(lambda: task(client, row["id"])["status"] == "running", timeout=60)
     # Mid-task: the first run's turn has begun in the task's conversation (its model call
-    # hangs 4 s), not only been marked as running.
+    # hangs 2.5 s), not only been marked as running.
     def begun() -> bool:
         got = client.get(f"/v1/sessions/{row['conversation_id']}/messages")  # 404 until its turn opens it
         return got.status_code == 200 and any(m["content"].startswith("Background task: Fault")
