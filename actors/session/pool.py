@@ -6,9 +6,10 @@ worker process and importing the session package costs about two seconds here, s
 conversation would wait for it. Instead the `SessionRegistry` ("sessions", detached, restarts
 forever) keeps `spares` actors warm (process started, modules imported, a store connection made,
 then the rest of actors/session/warm.py) and gives one to the first request for a conversation
-id (`adopt`); a fresh spare is started behind it. The registry only remembers which actor holds which conversation: the actors are named
-`session-slot:<n>`, so a restarted registry rebuilds that map by asking each of them, and one that
-exited (idle, or killed) is dropped the next time somebody reports it dead or the sweep runs.
+id (`adopt`); a fresh spare is started behind it. The registry only remembers which actor holds
+which conversation: the actors are named `session-slot:<n>`, so a restarted registry rebuilds
+that map by asking each of them, and one that exited (idle, or killed) is dropped the next time
+somebody reports it dead or the sweep runs.
 
 Callers use the module functions (`session_handle`, `forget_session`, `find_session`), which look
 the registry up once per process without blocking the event loop.

@@ -75,7 +75,7 @@ class ToolHub:
 
     async def status(self) -> list[dict[str, Any]]:
         if self._reconstructed and self._recovery is None:
-            asyncio.get_running_loop().create_task(self.recover())
+            self._recovery = asyncio.get_running_loop().create_task(self._recover())
         return self._status()
 
     def _status(self) -> list[dict[str, Any]]:
