@@ -243,9 +243,11 @@ async def level(server: ServerProcess, n: int, turns: int, devices: int, relay: 
     }
 
 
-async def probe(server: ServerProcess, count: int, pause: float) -> dict[str, Any]:
+async def probe(server: ServerProcess, count: int, pause: float, reply_gap: float) -> dict[str, Any]:
     """New conversations one at a time (the pool refills between them), each followed by one
-    continued turn: the like-for-like comparison of a new and a continued first sentence."""
+    continued turn `reply_gap` seconds later (a person reading the reply; the pool starts its
+    next spare as the first turn ends, and that start takes a core for about two seconds): the
+    like-for-like comparison of a new and a continued first sentence."""
     new: list[float] = []
     cont: list[float] = []
     async with httpx.AsyncClient(base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as client:
@@ -255,10 +257,12 @@ async def probe(server: ServerProcess, count: int, pause: float) -> dict[str, An
         for _ in range(count):
             seconds, sid = await turn(client, None)
             new.append(seconds * 1000)
+            await asyncio.sleep(reply_gap)
             seconds, _ = await turn(client, sid)
             cont.append(seconds * 1000)
             await asyncio.sleep(pause)
-    return {"conversations": count, "new_p50_ms": pct(new, 0.5), "new_max_ms": round(max(new), 1),
+    return {"conversations": count, "reply_gap_s": reply_gap,
+            "new_p50_ms": pct(new, 0.5), "new_max_ms": round(max(new), 1),
             "continued_p50_ms": pct(cont, 0.5),
             "accepted_p50_ms": {"new": pct([ms for n, ms in ACCEPTED if n], 0.5),
                                 "continued": pct([ms for n, ms in ACCEPTED if not n], 0.5)},
@@ -286,6 +290,8 @@ async def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=1500.0)
     parser.add_argument("--probe", type=int, default=8, help="new conversations one at a time")
     parser.add_argument("--pause", type=float, default=8.0, help="seconds between them (the pool refills)")
+    parser.add_argument("--reply-gap", type=float, default=3.0,
+                        help="seconds between a new conversation's first turn and its continued one")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",") if x]
 
@@ -324,7 +330,7 @@ async def main() -> None:
                         except (httpx.HTTPError, KeyError, ValueError):
                             await asyncio.sleep(1)
             deadline = time.monotonic() + args.max_seconds
-            sequential = await probe(server, args.probe, args.pause)
+            sequential = await probe(server, args.probe, args.pause, args.reply_gap)
             for n in levels:
                 if time.monotonic() > deadline:
                     results.append({"conversations": n, "skipped": "past --max-seconds"})

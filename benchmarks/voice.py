@@ -1,7 +1,7 @@
 """Voice: from the end of the person's utterance to the first audio frame out, through the real
 server's /v1/voice/ws, with the offline speech models and the scripted chat model.
 
-A question spoken by piper is streamed as PCM16 at 16 kHz, then `end`; we time, at the
+A question spoken by piper is streamed as PCM16 at 16 kHz in real time, then `end`; we time, at the
 client, `end` sent -> first audio frame received, and take the server's split from the turn's
 `spoken` event: speech to text, the model's first sentence (turn start to its first sentence,
 which includes the scripted provider's time to first token), text to speech of that sentence,
@@ -12,7 +12,7 @@ PAUSE_MS of it (speech to text starts early, on what was said so far) and `end` 
 SILENCE_MS. `--no-pause` sends the same audio without `pause` (the path before early speech
 to text). The person hears the first word SILENCE_MS plus the figure measured here after
 they stop talking: `speech_end_to_first_audio_p50_ms` says so.
-Usage: python benchmarks/voice.py [--turns 20] [--ttft 0.0] [--no-pause]
+Usage: python benchmarks/voice.py [--turns 20] [--ttft 0.0] [--no-pause] [--burst]
 """
 
 from __future__ import annotations
@@ -51,9 +51,15 @@ SILENCE_MS = 700   # web/js/voice.js
 PIECE = 640        # 20 ms of PCM16 at 16 kHz, what the page's microphone sends
 
 
-async def one_turn(ws, pcm: bytes, pause: bool) -> dict[str, float]:
-    for i in range(0, len(pcm), 3200):
-        await ws.send(pcm[i:i + 3200])
+async def one_turn(ws, pcm: bytes, pause: bool, burst: bool) -> dict[str, float]:
+    # The question in real time, 20 ms a message as the page's microphone sends it (or, with
+    # --burst, all at once: the server then starts speech to text while the conversation's
+    # actor is still being set up, which no microphone can make it do).
+    step = 3200 if burst else PIECE
+    for i in range(0, len(pcm), step):
+        await ws.send(pcm[i:i + step])
+        if not burst:
+            await asyncio.sleep(0.02)
     quiet_started = time.perf_counter()
     paused = False
     while (elapsed := time.perf_counter() - quiet_started) < SILENCE_MS / 1000:
@@ -90,14 +96,14 @@ async def one_turn(ws, pcm: bytes, pause: bool) -> dict[str, float]:
                     "overhead": first_frame - parts}
 
 
-async def run(url: str, pcm: bytes, turns: int, pause: bool) -> list[dict[str, float]]:
+async def run(url: str, pcm: bytes, turns: int, pause: bool, burst: bool) -> list[dict[str, float]]:
     """Each turn on a fresh socket (a new conversation, its actor started before `end`); two
     warm-up turns first so the speech models are loaded."""
     results = []
     for i in range(turns + 2):
         async with connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}, max_size=None) as ws:
             json.loads(await ws.recv())
-            result = await one_turn(ws, pcm, pause)
+            result = await one_turn(ws, pcm, pause, burst)
         if i >= 2:
             results.append(result)
     return results
@@ -108,6 +114,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--ttft", type=float, default=0.0, help="the scripted model's time to first token")
     parser.add_argument("--no-pause", action="store_true", help="never send `pause` (no early speech to text)")
+    parser.add_argument("--burst", action="store_true", help="send the question at once, not in real time")
     args = parser.parse_args()
     speech = SpeechService(environ={})
     said = asyncio.run(speech.synthesize(QUESTION))
@@ -121,7 +128,7 @@ def main() -> None:
         }).start()
         try:
             url = server.url.replace("http://", "ws://") + "/v1/voice/ws"
-            results = asyncio.run(run(url, pcm, args.turns, not args.no_pause))
+            results = asyncio.run(run(url, pcm, args.turns, not args.no_pause, args.burst))
         finally:
             server.stop()
             provider.stop()
@@ -131,7 +138,7 @@ def main() -> None:
 
     print(json.dumps({
         "benchmark": "voice", "turns": args.turns, "scripted_ttft_ms": args.ttft * 1000,
-        "pause": not args.no_pause, "early_stt_used": sum(r["early"] for r in results),
+        "pause": not args.no_pause, "question": "burst" if args.burst else "real time", "early_stt_used": sum(r["early"] for r in results),
         "utterance_s": round(len(pcm) / 2 / p.INPUT_RATE, 2),
         "end_to_first_audio_p50_ms": p50("client_end_to_first_audio"),
         "end_to_first_audio_p95_ms": round(percentile([r["client_end_to_first_audio"] for r in results], 0.95) * 1000, 1),

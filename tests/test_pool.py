@@ -138,3 +138,24 @@ async def test_a_spare_is_warmed_before_it_adopts(config: SessionConfig) -> None
     # Warming reads only: the adopted conversation is still new.
     assert await handle.open.remote(True, "chat") == "chat"
     assert await handle.messages.remote() == []
+
+
+async def test_the_next_spare_waits_for_the_adopted_conversations_first_turn(config: SessionConfig) -> None:
+    """Starting a process takes a core; the new conversation's first turn should have it."""
+    config = config.model_copy(update={"spares": 2, "idle_seconds": 60.0, "refill_wait": 90.0})
+    reg = await registry(config, None)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=90)
+    handle = await session_handle("conv-first", config, None)
+    assert await handle.open.remote(True, "chat") == "chat"
+    await asyncio.sleep(1.5)
+    assert await reg.counts.remote() == {"live": 1, "spare": 1, "starting": 0}
+    # A turn ends (with no model it ends in an error event): the next spare starts now, long
+    # before refill_wait.
+    events = [await ref async for ref in handle.chat.options(num_returns="streaming").remote("hello")]
+    assert events[-1].type == "error"
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=60)
+    # Two adoptions in a row leave none on offer: the refill starts at once, without a turn.
+    await session_handle("conv-x", config, None)
+    await session_handle("conv-y", config, None)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] + c["starting"] >= 1, timeout=30)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=90)

@@ -58,6 +58,7 @@ class SessionConfig(BaseModel):
     # Warm spare actors the pool keeps for new conversations, and a custom Ray resource naming
     # the nodes they should prefer (any node when none is alive); see actors/session/pool.py.
     spares: int = 2
+    refill_wait: float = 10.0   # the pool's next spare waits this long at most for a first turn
     prefer_resource: str = ""
 
 
@@ -88,6 +89,7 @@ class SessionActor:
         self._started = time.time()
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
+        self._turned = asyncio.Event()   # a turn has ended here (the pool waits for it)
         self.durable = DurableTurns(self.core, self.store, report)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -154,6 +156,14 @@ class SessionActor:
     async def warm(self) -> dict[str, float]:
         """A spare, while it waits: the process-wide set-up a first turn would pay for."""
         return await warm_process(self.store, self.agent)
+
+    async def first_turn(self, timeout: float) -> bool:
+        """Whether a turn ended here within `timeout` s (the pool's next spare waits for it)."""
+        try:
+            await asyncio.wait_for(self._turned.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
 
     def pid(self) -> int:
         """This actor's process id (fault tests kill it)."""
@@ -241,6 +251,7 @@ class SessionActor:
         await turns.conduct(self.desk, self.core, self.confirmations, turn,
                             lambda: self._turn(turn, message, attended, sources, work_only), self._turn_failed)
         self.idle.touch()
+        self._turned.set()
         await self._after_turn(turn)
 
     def _turn_failed(self, exc: Exception) -> None:

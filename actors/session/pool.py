@@ -6,10 +6,11 @@ worker process and importing the session package costs about two seconds here, s
 conversation would wait for it. Instead the `SessionRegistry` ("sessions", detached, restarts
 forever) keeps `spares` actors warm (process started, modules imported, a store connection made,
 then the rest of actors/session/warm.py) and gives one to the first request for a conversation
-id (`adopt`); a fresh spare is started behind it. The registry only remembers which actor holds
-which conversation: the actors are named `session-slot:<n>`, so a restarted registry rebuilds
-that map by asking each of them, and one that exited (idle, or killed) is dropped the next time
-somebody reports it dead or the sweep runs.
+id (`adopt`); a fresh spare is started behind it (while another is still on offer, once that
+conversation's first turn has ended, so that the two do not share the cores). The registry only
+remembers which actor holds which conversation: the actors are named `session-slot:<n>`, so a
+restarted registry rebuilds that map by asking each of them, and one that exited (idle, or
+killed) is dropped the next time somebody reports it dead or the sweep runs.
 
 Callers use the module functions (`session_handle`, `forget_session`, `find_session`), which look
 the registry up once per process without blocking the event loop.
@@ -35,6 +36,12 @@ log = logging.getLogger(__name__)
 SLOT = "session-slot"
 SWEEP_SECONDS = 30.0
 ADOPT_TIMEOUT = 120.0
+# After an adoption that leaves a spare on offer, the next spare starts once the adopted
+# conversation's first turn has ended (at most `SessionConfig.refill_wait` after), and
+# REFILL_SETTLE_SECONDS more: starting a worker process takes a core for about two seconds, and
+# that first turn (and on a voice socket, the speech of its first sentence, made as the turn
+# ends) runs on the same two cores. A pool that runs dry starts its next spare at once.
+REFILL_SETTLE_SECONDS = 0.5
 
 
 def preferred_nodes(resource: str) -> list[str]:
@@ -58,6 +65,8 @@ class SessionRegistry:
         self._adopting: dict[str, asyncio.Task[Any]] = {}
         self._starting = 0
         self._refill: asyncio.Task[None] | None = None
+        self._after: Any = None      # an adopted actor whose first turn the next spare waits for
+        self._waiting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._ready: asyncio.Task[None] | None = None
 
@@ -121,12 +130,35 @@ class SessionRegistry:
         except Exception as exc:  # noqa: BLE001 - a failed warm-up only costs speed
             log.warning("spare session warm-up failed: %s", exc)
 
-    def _top_up(self) -> None:
+    def _top_up(self, after: Any = None) -> None:
+        """Start spares up to `spares`; the next one waits for `after`'s (an adopted actor's)
+        first turn while a spare is still on offer, and waits no more once none is."""
+        if after is not None:
+            self._after = after
+        elif not self.spare and self._waiting is not None:
+            self._waiting.cancel()   # the pool ran dry: start the next spare now
         if self._refill is None or self._refill.done():
             self._refill = asyncio.get_running_loop().create_task(self._fill())
 
+    async def _first_turn(self, after: Any) -> None:
+        try:
+            wait = self.config.refill_wait
+            if await asyncio.wait_for(after.first_turn.remote(wait), wait + 5):
+                await asyncio.sleep(REFILL_SETTLE_SECONDS)
+        except Exception:  # noqa: BLE001 - it died or is slow: start the spare anyway
+            pass
+
     async def _fill(self) -> None:
         while len(self.spare) + self._starting < self.config.spares:
+            after, self._after = self._after, None
+            if after is not None and self.spare:
+                self._waiting = asyncio.get_running_loop().create_task(self._first_turn(after))
+                try:
+                    await asyncio.wait([self._waiting])   # a cancelled wait ends it early
+                finally:
+                    self._waiting.cancel()
+                    self._waiting = None
+                continue
             self._starting += 1
             try:
                 handle = await self._warm_slot()
@@ -152,7 +184,7 @@ class SessionRegistry:
             if await handle.adopt.remote(session_id) != session_id:
                 raise RuntimeError("a new session actor refused its conversation")
         self.live[session_id] = handle
-        self._top_up()
+        self._top_up(handle if self.spare else None)
         return handle
 
     # -- what callers use -------------------------------------------------------------------
