@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -17,6 +18,17 @@ IRIIS = Path(sys.executable).parent / "iriis"
 
 
 def free_port() -> int:
+    """A free loopback port above Ray's worker ports (10002-19999) and below the kernel's
+    ephemeral range (32768 and up): a port bind(0) hands out can be taken by any outgoing
+    connection in the seconds before the server binds it (it happened once in CI)."""
+    for _ in range(200):
+        port = random.randint(20_000, 32_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -25,6 +37,7 @@ def free_port() -> int:
 class ServerProcess:
     def __init__(self, home: Path, env: dict[str, str], port: int | None = None) -> None:
         self.home = home
+        self._own_port = port is None
         self.port = port or free_port()
         self.env = {**os.environ, "IRIIS_HOME": str(home), "IRIIS_PORT": str(self.port),
                     "PYTHONUNBUFFERED": "1", **env}
@@ -37,25 +50,43 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 180.0) -> "ServerProcess":
+        try:
+            return self._start(timeout)
+        except RuntimeError as exc:
+            if not (self._own_port and "Failed to bind to address" in str(exc)):
+                raise
+        # Someone took the port we picked before the server bound it: once more on another.
+        self.port = free_port()
+        self.env["IRIIS_PORT"] = str(self.port)
+        self.lines, self._ready = [], threading.Event()
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> "ServerProcess":
         self.proc = subprocess.Popen(
             [str(IRIIS), "serve"], cwd=REPO, env=self.env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc, self.lines, self._ready), daemon=True).start()
         if not self._ready.wait(timeout):
             self.kill()
             raise RuntimeError("iriis serve did not start:\n" + "".join(self.lines[-40:]))
-        if self.proc.poll() is not None:
+        if not any("iriis: serving on" in line for line in self.lines):
+            # Its output ended without the line: it is exiting (or has).
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
             raise RuntimeError("iriis serve exited:\n" + "".join(self.lines[-40:]))
         return self
 
-    def _read(self) -> None:
-        assert self.proc and self.proc.stdout
-        for line in self.proc.stdout:
-            self.lines.append(line)
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], lines: list[str], ready: threading.Event) -> None:
+        assert proc.stdout
+        for line in proc.stdout:
+            lines.append(line)
             if "iriis: serving on" in line:
-                self._ready.set()
-        self._ready.set()
+                ready.set()
+        ready.set()
 
     def output(self) -> str:
         return "".join(self.lines)

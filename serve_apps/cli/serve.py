@@ -115,6 +115,25 @@ def start_session_pool(settings: Any, database_url: str) -> None:
     start_pool(session_config(settings, database_url), serve.get_deployment_handle("AgentLoop", app_name=APP_NAME))
 
 
+SCHEDULER_WATCH_SECONDS = 10.0
+
+
+def watch_scheduler(handle: Any, stop: threading.Event) -> None:
+    """Every few seconds, ask the scheduler to start whatever loop is not running: a restarted
+    scheduler starts its own, and this covers a restart whose own start was lost, or a loop
+    that ended on an error (it is reported, then started again)."""
+    import ray
+
+    def run() -> None:
+        while not stop.wait(SCHEDULER_WATCH_SECONDS):
+            try:
+                ray.get(handle.start.remote(), timeout=30)
+            except Exception as exc:  # noqa: BLE001 - restarting or gone: look again later
+                log.debug("scheduler watch: %s", exc)
+
+    threading.Thread(target=run, name="iriis-scheduler-watch", daemon=True).start()
+
+
 def stop_scheduler(handle: Any) -> None:
     """Stop the scheduler's loops, handing back the tasks it runs, and end it: the next
     `iriis serve` starts one with its own configuration."""
@@ -231,6 +250,7 @@ def serve_command(args: argparse.Namespace) -> int:
     # The local model comes in behind the stand-in; its progress lines show here.
     from actors.providers.local.terminal import watch as watch_local_model
     watch_local_model(stop)
+    watch_scheduler(tasks_scheduler, stop)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
