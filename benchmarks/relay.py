@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
 import sys
 import tempfile
@@ -33,13 +32,9 @@ from starlette.routing import Route
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.server_proc import free_port  # noqa: E402  (ports outside the ephemeral range)
+
 MESSAGE = {"message": {"role": "assistant", "name": "bench", "content": "ping"}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def baseline_app() -> tuple[Starlette, Callable[[], int]]:
