@@ -15,7 +15,9 @@ import pytest
 import ray
 
 from actors.common.names import NAMESPACE
+from actors.relay import repository as repo
 from actors.relay.actor import RelayConfig, stored_file_path
+from actors.relay.errors import RelayError
 from actors.relay.limits import RelayLimits
 from actors.relay.service import Clock, RelayService
 from actors.store.migrate import migrate
@@ -147,6 +149,59 @@ async def test_long_poll_wakes_on_append_and_urgent_filter(make_relay) -> None:
     assert [m["seq"] for m in got.json()["messages"]] == [3] and got.json()["last_seq"] == 3
     bad = await relay.client.get(f"{relay.url}/wait", params={"filter": "all"}, headers=relay.auth)
     assert bad.status_code == 400 and error_code(bad) == "invalid_request"
+
+
+async def test_concurrent_posts_get_consecutive_seqs_each_stored_before_its_reply(make_relay) -> None:
+    relay = await make_relay(messages_per_minute=1000)
+    uid = (await relay.create())["uid"]
+    assert (await relay.read()).json() == {"messages": [], "last_seq": 0}  # the actor is up
+    waiter = asyncio.create_task(relay.client.get(f"{relay.url}/wait", params={"since": 0, "timeout": 30},
+                                                  headers=relay.auth))
+    await parked(relay, uid)
+
+    async def post_and_look(text: str) -> dict[str, Any]:
+        reply = await relay.post(text)
+        assert reply.status_code == 201
+        # Straight from the store, not through the actor: acknowledged means stored.
+        stored = await repo.read_messages(relay.service.store, uid, reply.json()["seq"] - 1, 1)
+        assert stored == [reply.json()]
+        return reply.json()
+
+    replies = await asyncio.gather(*(post_and_look(f"m{i}") for i in range(20)))
+    assert sorted(r["seq"] for r in replies) == list(range(1, 21))
+    stored = await repo.read_messages(relay.service.store, uid, 0, 100)
+    assert [e["seq"] for e in stored] == list(range(1, 21))
+    assert sorted(e["message"]["content"] for e in stored) == sorted(f"m{i}" for i in range(20))
+    woke = await asyncio.wait_for(waiter, 10)
+    assert woke.status_code == 200 and woke.json()["messages"][0]["seq"] == 1
+
+
+async def test_a_failed_write_fails_only_its_own_batch_with_the_internal_error(make_relay) -> None:
+    relay = await make_relay(messages_per_minute=1000)
+    uid = (await relay.create())["uid"]
+    async with relay.service.store.engine.begin() as conn:  # the store refuses one message
+        await conn.exec_driver_sql(
+            "CREATE TRIGGER poison BEFORE INSERT ON relay_messages WHEN NEW.envelope LIKE '%\"poison\"%' "
+            "BEGIN SELECT RAISE(ABORT, 'injected'); END")
+    assert (await relay.post("first")).json()["seq"] == 1
+
+    def message(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "name": "otter", "content": text}
+
+    # Posted in one step, the three go to the actor in one call and are stored in one transaction.
+    batch = await asyncio.gather(*(relay.service.post(uid, message(t), {}) for t in ("a", "poison", "b")),
+                                 return_exceptions=True)
+    assert [(type(e), getattr(e, "code", None)) for e in batch] == [(RelayError, "internal")] * 3
+    failed = await relay.post("poison")
+    assert failed.status_code == 500 and failed.json() == {
+        "error": {"code": "internal", "message": "the relay failed; this is not your fault"}}
+    # The failed batches took no seq; the next ones go on from where the store is.
+    after = await asyncio.gather(*(relay.post(t) for t in ("c", "d")))
+    assert sorted(r.json()["seq"] for r in after) == [2, 3]
+    stored = await repo.read_messages(relay.service.store, uid, 0, 100)
+    assert [e["seq"] for e in stored] == [1, 2, 3]
+    assert sorted(e["message"]["content"] for e in stored) == ["c", "d", "first"]
+    assert (await relay.read()).json()["last_seq"] == 3
 
 
 async def test_rate_limit_at_and_over_with_retry_after(make_relay) -> None:

@@ -1,9 +1,12 @@
 """RelayActor "relay:{uid}": one per relay session while it is in use.
 
-It owns the session's sequencing (one append at a time, under a lock), its long-poll waiters,
-its write-rate window and its warnings. Everything durable is in the store, so a restarted or
-re-created actor picks up at the same seq. The HTTP app passes `now` on every call: the app's
-clock is the only clock, which is what lets tests move time.
+It owns the session's sequencing (one write at a time, under a lock), its long-poll waiters,
+its write-rate window and its warnings. Posts come in batches (the app sends those that arrive
+while one is on its way in one call, `RelayService.post`): a batch is stored in one transaction,
+and each of its posts is answered only once that transaction has committed. Everything durable
+is in the store, so a restarted or re-created actor picks up at the same seq. The HTTP app
+passes `now` on every call: the app's clock is the only clock, which is what lets tests move
+time.
 
 Replies are typed (`actors.relay.messages`); a refusal or a fault comes back as a `RelayFault`,
 never as an exception across Ray. Idle for `idle_seconds` with nothing parked or running, the
@@ -31,7 +34,7 @@ from actors.relay import repository as repo
 from actors.relay.core import Plan, SessionCore
 from actors.relay.envelope import is_urgent
 from actors.relay.errors import RelayError
-from actors.relay.messages import Batch, Envelope, FileFound, FileList, RelayFault, Swept, Terminated
+from actors.relay.messages import Batch, Envelope, FileFound, FileList, Post, RelayFault, Swept, Terminated
 from actors.relay.waiters import Gone, WaiterHub
 from actors.store.store import Store
 
@@ -75,6 +78,7 @@ class RelayActor:
         self.uid = uid
         self.config = config
         self.store = Store.open(config.database_url)
+        self.writer = repo.PlanWriter(self.store)
         self.core: SessionCore | None = None
         self.waiters = WaiterHub()
         self._lock = asyncio.Lock()
@@ -109,7 +113,7 @@ class RelayActor:
 
     async def _apply(self, plan: Plan, file_path: str | None = None) -> None:
         """Persist first, then wake waiters: a woken reader never sees a message the store lacks."""
-        await repo.save_plan(self.store, plan, file_path)
+        await self.writer.write(plan, file_path)
         assert self.core is not None
         self.core.commit(plan)
         if plan.envelopes:
@@ -136,13 +140,16 @@ class RelayActor:
 
     # -- calls from the HTTP app ---------------------------------------------------------
 
-    async def post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> Envelope | RelayFault:
-        async def run() -> Envelope:
+    async def post(self, posts: list[Post]) -> list[Envelope | RelayFault] | RelayFault:
+        """A batch of posts, in order, stored in one transaction: each answered with its envelope,
+        or with its own refusal (which takes no seq). A failed write fails the whole batch."""
+        async def run() -> list[Envelope | RelayFault]:
             async with self._lock:
-                core = await self._load(now)
-                plan = core.plan_post(message, metadata, now)
-                await self._apply(plan)
-                return Envelope.model_validate(plan.envelopes[0])
+                core = await self._load(posts[0].now)
+                plan, results = core.plan_posts([(p.message, p.metadata, p.now) for p in posts])
+                if plan.envelopes:
+                    await self._apply(plan)
+            return [r.fault() if isinstance(r, RelayError) else Envelope.model_validate(r) for r in results]
         return await self._guard(run())
 
     async def read(self, since: int, limit: int, now: float) -> Batch | RelayFault:

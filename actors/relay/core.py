@@ -1,7 +1,9 @@
 """One relay session's rules, with no I/O: admission (lifecycle, caps, rate), sequencing and
 the system messages the relay adds. The actor persists what `plan_*` returns, then `commit`s.
 
-Planning never mutates; a failed write to the store leaves the session as it was.
+Planning never mutates; a failed write to the store leaves the session as it was. Posts that
+arrive while a write is in flight are planned together (`plan_posts`) and stored in one
+transaction: each is admitted against the state the earlier ones leave, as if one at a time.
 """
 
 from __future__ import annotations
@@ -47,13 +49,13 @@ class SessionCore:
     def phase(self, now: float) -> lifecycle.Phase:
         return lifecycle.phase(self.state, now)
 
-    def require_readable(self, now: float) -> None:
-        if self.phase(now) == "purged":
+    def require_readable(self, now: float, state: SessionState | None = None) -> None:
+        if lifecycle.phase(state or self.state, now) == "purged":
             raise RelayError("gone", "this session was purged; its history and files are deleted")
 
-    def require_writable(self, now: float) -> None:
-        self.require_readable(now)
-        if self.phase(now) == "read_only":
+    def require_writable(self, now: float, state: SessionState | None = None) -> None:
+        self.require_readable(now, state)
+        if lifecycle.phase(state or self.state, now) == "read_only":
             raise RelayError("session_read_only", "the session is over; it is read-only until it is purged")
 
     def _take_token(self, now: float) -> None:
@@ -86,9 +88,11 @@ class SessionCore:
                     f"This session has used {used} of its {cap} {name} ({round(100 * used / cap)}%).",
                     "limit_warning", limit=name, used=used, max=cap), now)
 
-    def plan_post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> Plan:
-        self.require_writable(now)
-        state = self.state.model_copy(deep=True)
+    def _post_onto(self, state: SessionState, out: list[Envelope], message: dict[str, Any],
+                   metadata: dict[str, Any], now: float) -> Envelope:
+        """Admit one post against `state` and append it (and any warning) to `out`; a refusal
+        raises before anything changes."""
+        self.require_writable(now, state)
         limits = state.limits
         if state.message_count >= limits.max_messages:
             raise RelayError("limit_exceeded", f"the session holds its maximum of {limits.max_messages} messages")
@@ -96,11 +100,30 @@ class SessionCore:
         if state.storage_bytes + encoded_size(probe) > limits.max_storage_bytes:
             raise RelayError("limit_exceeded", f"the session's storage ({limits.max_storage_bytes} bytes) is full")
         self._take_token(now)
-        out: list[Envelope] = []
-        self._append(state, out, message, metadata, now)
+        envelope = self._append(state, out, message, metadata, now)
         state.last_write = now
         self._warnings(state, out, now)
-        return Plan(envelopes=out, state=state)
+        return envelope
+
+    def plan_post(self, message: dict[str, Any], metadata: dict[str, Any], now: float) -> Plan:
+        plan, (result,) = self.plan_posts([(message, metadata, now)])
+        if isinstance(result, RelayError):
+            raise result
+        return plan
+
+    def plan_posts(self, posts: list[tuple[dict[str, Any], dict[str, Any], float]]
+                   ) -> tuple[Plan, list[Envelope | RelayError]]:
+        """Several posts as one write, in order: for each, its envelope or its refusal (a refused
+        post takes no seq and does not stop the ones after it)."""
+        state = self.state.model_copy(deep=True)
+        out: list[Envelope] = []
+        results: list[Envelope | RelayError] = []
+        for message, metadata, now in posts:
+            try:
+                results.append(self._post_onto(state, out, message, metadata, now))
+            except RelayError as exc:
+                results.append(exc)
+        return Plan(envelopes=out, state=state), results
 
     def plan_file(self, name: str, size: int, content_type: str, old_size: int | None, now: float) -> Plan:
         check_file_name(name)

@@ -25,6 +25,14 @@ class Envelope(BaseModel):
     metadata: dict[str, Any]
 
 
+class Post(BaseModel):
+    """A client's message on its way to the session's actor; `now` is the app's clock."""
+
+    message: dict[str, Any]
+    metadata: dict[str, Any]
+    now: float
+
+
 class Batch(BaseModel):
     """A read or a woken wait: messages in seq order and the session's head."""
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event
 
 from actors.relay.core import Plan
 from actors.relay.messages import FileRecord
@@ -13,7 +16,7 @@ from actors.relay.envelope import drew_from_rate, epoch_of, is_urgent
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import RelayLimits
 from actors.store import schema
-from actors.store.store import Store
+from actors.store.store import Store, tune_sqlite
 
 S, M, F = schema.relay_sessions, schema.relay_messages, schema.relay_files
 Envelope = dict[str, Any]
@@ -80,20 +83,64 @@ async def live_sessions(store: Store) -> list[SessionState]:
     return [_state(r) for r in rows]
 
 
+# Built once: building and keying a statement per write cost more than the write itself.
+_INSERT_MESSAGES = sa.insert(M)
+_UPDATE_SESSION = sa.update(S).where(S.c.uid == sa.bindparam("session_uid")).values(
+    {name: sa.bindparam(name, type_=S.c[name].type) for name in SessionState.model_fields if name != "uid"})
+
+
+def write_plan(conn: sa.Connection, plan: Plan, file_path: str | None = None) -> None:
+    """A plan's envelopes, file record and session row, inside the caller's transaction (a
+    plain connection: `save_plan` runs it on the async engine, `PlanWriter` on SQLite's own)."""
+    values = _row_values(plan.state)
+    uid = values["session_uid"] = values.pop("uid")
+    if plan.envelopes:
+        conn.execute(_INSERT_MESSAGES, [
+            {"uid": uid, "seq": e["seq"], "urgent": is_urgent(e),
+             "envelope": json.dumps(e, separators=(",", ":"), ensure_ascii=False)}
+            for e in plan.envelopes])
+    if plan.file is not None:
+        conn.execute(sa.delete(F).where(F.c.uid == uid, F.c.name == plan.file.name))
+        conn.execute(sa.insert(F).values(uid=uid, path=file_path or "", **plan.file.model_dump()))
+    conn.execute(_UPDATE_SESSION, values)
+
+
 async def save_plan(store: Store, plan: Plan, file_path: str | None = None) -> None:
     """Store a plan's envelopes, file record and session row in one transaction."""
-    values = _row_values(plan.state)
-    uid = values.pop("uid")
     async with store.engine.begin() as conn:
-        if plan.envelopes:
-            await conn.execute(sa.insert(M), [
-                {"uid": uid, "seq": e["seq"], "urgent": is_urgent(e),
-                 "envelope": json.dumps(e, separators=(",", ":"), ensure_ascii=False)}
-                for e in plan.envelopes])
-        if plan.file is not None:
-            await conn.execute(sa.delete(F).where(F.c.uid == uid, F.c.name == plan.file.name))
-            await conn.execute(sa.insert(F).values(uid=uid, path=file_path or "", **plan.file.model_dump()))
-        await conn.execute(sa.update(S).where(S.c.uid == uid).values(**values))
+        await conn.run_sync(write_plan, plan, file_path)
+
+
+class PlanWriter:
+    """A session actor's writes, each plan in one transaction, acknowledged once committed.
+
+    On SQLite the aiosqlite driver hands every statement, cursor and commit to its thread in
+    turn: most of an append's time. Here a plain sqlite3 connection in one worker thread of the
+    writer's own runs the whole transaction in one hop, with the store's own settings (WAL,
+    busy timeout, the same `synchronous`), so a write is exactly as durable as before. Other
+    databases (and an in-memory SQLite, which a second connection would not see) use the store.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._engine: sa.Engine | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        url = store.engine.url
+        if store.is_sqlite and url.database not in (None, "", ":memory:"):
+            self._engine = sa.create_engine(url.set(drivername="sqlite"), connect_args={"timeout": 10})
+            event.listen(self._engine, "connect", tune_sqlite)
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="relay-writer")
+
+    def _write(self, plan: Plan, file_path: str | None) -> None:
+        assert self._engine is not None
+        with self._engine.begin() as conn:
+            write_plan(conn, plan, file_path)
+
+    async def write(self, plan: Plan, file_path: str | None = None) -> None:
+        if self._engine is None:
+            await save_plan(self.store, plan, file_path)
+        else:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._write, plan, file_path)
 
 
 async def read_messages(store: Store, uid: str, since: int, limit: int,

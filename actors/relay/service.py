@@ -22,9 +22,10 @@ from actors.relay import repository as repo
 from actors.relay.actor import RelayConfig, relay_actor
 from actors.relay.envelope import iso_utc
 from actors.relay.errors import RelayError
+from actors.relay.group_commit import GroupCommit
 from actors.relay.lifecycle import SessionState
 from actors.relay.limits import RelayLimits, hourly_retry
-from actors.relay.messages import RelayFault, SessionCreated, Swept
+from actors.relay.messages import Envelope, Post, RelayFault, SessionCreated, Swept
 from actors.relay.pairing import Blob, PairingToken, new_key, new_uid
 from actors.store.store import Store
 
@@ -56,6 +57,7 @@ class RelayService:
         self._creating = asyncio.Lock()
         self._handles: dict[str, Any] = {}
         self._keys: dict[str, str] = {}
+        self._posting: dict[str, GroupCommit[Post, Envelope]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         Path(config.data_dir, "tmp").mkdir(parents=True, exist_ok=True)
 
@@ -112,6 +114,18 @@ class RelayService:
         if isinstance(result, RelayFault):
             raise RelayError.from_fault(result)
         return result
+
+    async def post(self, uid: str, message: dict[str, Any], metadata: dict[str, Any]) -> Envelope:
+        """Append a client's message; answered once it is stored. Group commit: posts to one
+        session that arrive while a batch is on its way go to the actor together, as the next
+        batch (one call, one transaction), so at most one batch per session is in flight."""
+        posting = self._posting.get(uid)
+        if posting is None:
+            async def send(posts: list[Post]) -> list[Envelope | Exception]:
+                replies = await self.call(uid, "post", posts)
+                return [RelayError.from_fault(r) if isinstance(r, RelayFault) else r for r in replies]
+            posting = self._posting[uid] = GroupCommit(send)
+        return await posting.submit(Post(message=message, metadata=metadata, now=self.now()))
 
     # -- the sweeper ----------------------------------------------------------------------
 

@@ -45,9 +45,12 @@ class WaiterHub:
         waiter = _Waiter(since, match, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
         try:
-            found = await asyncio.wait_for(asyncio.shield(waiter.future), timeout)
+            # The future itself is awaited (no shield, no wait_for task), so a wake resumes the
+            # waiter in the next step of the loop; at the timeout the future is cancelled.
+            async with asyncio.timeout(timeout):
+                found = await waiter.future
             return found or None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         finally:
             if waiter in self._waiters:

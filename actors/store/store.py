@@ -34,7 +34,7 @@ def resolve_url(database_url: str | None, home: Path) -> str:
     return database_url
 
 
-def _tune_sqlite(dbapi_conn: Any, _record: Any) -> None:
+def tune_sqlite(dbapi_conn: Any, _record: Any) -> None:
     # WAL lets the gateway read while a session actor writes; the busy timeout makes
     # concurrent writers from several actor processes wait instead of failing.
     cur = dbapi_conn.cursor()
@@ -57,7 +57,7 @@ class Store:
         numbers, since a server holds many of them and PostgreSQL allows about 100 clients."""
         if url.startswith("sqlite"):
             engine = create_async_engine(url, connect_args={"timeout": 10})
-            event.listen(engine.sync_engine, "connect", _tune_sqlite)
+            event.listen(engine.sync_engine, "connect", tune_sqlite)
         else:
             engine = create_async_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
         return cls(engine)

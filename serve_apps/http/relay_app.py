@@ -136,8 +136,7 @@ def build_relay_app(service: RelayService, peer: bool = False, admin: bool = Fal
     async def post_message(request: Request) -> Response:
         uid = await authorized(request)
         message, metadata = validate_post(await _read_capped(request, limits.max_body_bytes))
-        envelope: Envelope = await service.call(uid, "post", message, metadata, service.now())
-        return model_response(envelope, 201)
+        return model_response(await service.post(uid, message, metadata), 201)
 
     async def read_messages(request: Request) -> Response:
         uid = await authorized(request)
