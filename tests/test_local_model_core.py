@@ -13,10 +13,11 @@ import pytest
 
 from actors.providers.failover import LocalRouter, stream_with_failover
 from actors.providers.guard import ToolCallGuard
-from actors.providers.local import choice, profile
+from actors.providers.local import choice, cues, profile, transcript
 from actors.providers.local.adapter import LocalModelProvider
 from actors.providers.local.catalog import DEFAULT_MODEL, WeightSource, choose
 from actors.providers.local.status import LocalStatus
+from actors.providers.local.transcript import Renderings
 from actors.providers.local.weights import WeightsError, _join, check_gguf, verify
 from actors.providers.openai_compat import OpenAICompatProvider, wire_messages
 from actors.providers.router_state import RouteEntry, RouterState
@@ -110,21 +111,47 @@ def test_choice_stream_gives_a_call_only_for_an_offered_tool() -> None:
     assert reader.finish({"calculate"}) is None
 
 
-def test_at_most_eight_tools_core_first() -> None:
+def test_the_head_keeps_every_core_tool_and_the_offer_follows_the_message() -> None:
     tools = [tool(f"extra_{i}", {}, [], f"Makes a chart number {i}.") for i in range(20)]
     tools += [tool(n, {}, []) for n in ("remember", "calculate", "current_time")]
-    picked = [choice.tool_name(t) for t in choice.select_tools(tools, "make a chart please")]
-    assert len(picked) == choice.MAX_ROUTED and picked[:3] == ["calculate", "current_time", "remember"]
-    assert all(n.startswith("extra_") for n in picked[3:])
-    assert [choice.tool_name(t) for t in choice.select_tools(tools, "hello there")] == picked[:3]
+    head, offered = choice.select_tools(tools, "make a chart of 3, 4 and 5 please")
+    assert [choice.tool_name(t) for t in head] == ["calculate", "current_time", "remember"]
+    picked = [choice.tool_name(t) for t in offered]
+    # Digits cue the calculator; "chart" names the chart makers; at most eight in all.
+    assert len(picked) == choice.MAX_ROUTED and picked[0] == "calculate"
+    assert all(n.startswith("extra_") for n in picked[1:])
+    head2, offered2 = choice.select_tools(tools, "hello there")
+    assert head2 == head and offered2 == []
 
 
-def conversation(turns: int, memory: str = "## What you remember\n- [#1] The owner's sister is Ana.") -> list[dict]:
+@pytest.mark.parametrize(("message", "previous", "expected"), [
+    ("What is the capital of France?", "", set()),
+    ("And why is that?", "Who wrote Hamlet?", set()),
+    ("what is 12*7?", "", {"calculate"}),
+    ("what time is it?", "", {"current_time"}),
+    ("and in Tokyo?", "what time is it in London?", {"current_time"}),
+    ("remember that my sister is called Ana", "", {"remember", "recall"}),
+    ("remind me at 6 to call mum", "", {"remind", "calculate"}),
+    ("what date is 30 days from today?", "", {"current_time", "date_add", "calculate"}),
+])
+def test_cues_open_the_core_tools_a_message_gives_a_reason_for(message: str, previous: str,
+                                                                 expected: set[str]) -> None:
+    assert cues.cued(message, previous) == expected
+
+
+def test_other_tools_are_offered_when_named_not_for_a_shared_common_word() -> None:
+    pdf = tool("make_pdf", {}, [], "Write a PDF document from Markdown text.")
+    assert cues.named(pdf, "turn this into a PDF please")
+    assert not cues.named(pdf, "What else did he write?")
+
+
+def conversation(turns: int, memory: str = "## What you remember\n- [#1] The owner's sister is Ana.",
+                 last: str = "") -> list[dict]:
     msgs = [{"role": "system", "content": system_prompt() + "\n\n" + memory}]
     for i in range(turns):
         msgs.append({"role": "user", "content": f"question {i}"})
         msgs.append({"role": "assistant", "content": f"answer {i}"})
-    msgs.append({"role": "user", "content": f"question {turns}"})
+    msgs.append({"role": "user", "content": f"question {turns}{last}"})
     return msgs
 
 
@@ -134,14 +161,55 @@ def rendered(messages: list[dict]) -> str:
 
 def test_profile_keeps_a_stable_prefix_across_turns_and_the_changing_parts_last() -> None:
     tools = builtin_toolbox().schemas()
-    first = profile.build(conversation(2), tools, now=1_000_000.0)
+    first = profile.build(conversation(2, last=" about my sister"), tools, now=1_000_000.0)
     # Next turn, another minute, another memory selection.
-    second = profile.build(conversation(3, memory="## What you remember\n- [#2] Likes tea."), tools, now=1_000_900.0)
+    second = profile.build(conversation(3, memory="## What you remember\n- [#2] Likes tea.", last=" tea?"), tools,
+                           now=1_000_900.0)
     assert first[0] == second[0] and "sister" not in first[0]["content"] and "Today" not in first[0]["content"]
     # Everything up to the previous turn's newest message is the same text: the KV cache holds.
     assert rendered(second).startswith(rendered(first[:-1]))
     assert "Ana" in first[-1]["content"] and "Likes tea" in second[-1]["content"]
-    assert second[-1]["content"].endswith("question 3")
+    assert second[-1]["content"].endswith("question 3 tea?")
+
+
+def test_a_continued_turn_repeats_what_the_model_read_and_wrote_so_the_whole_prompt_is_cached() -> None:
+    tools = builtin_toolbox().schemas()
+    memo = Renderings()
+    first = profile.build_turn(conversation(0), tools, now=1_000_000.0, renderings=memo)
+    raw = '{"asks":"a fact","tool":"none","answer":"Answer  zero."}'  # as the grammar wrote it
+    memo.put(first.user_key, first.user_rendered)
+    memo.put(transcript.key("assistant", "Answer zero.", first.after_user), raw)
+    # The session stores the plain reply; the next prompt still carries the object it came from.
+    after = conversation(0)[:-1] + [{"role": "user", "content": "question 0"},
+                                    {"role": "assistant", "content": "Answer zero."},
+                                    {"role": "user", "content": "question 1"}]
+    second = profile.build_turn(after, tools, now=1_000_060.0, renderings=memo)
+    assert second.messages[:len(first.messages)] == first.messages
+    assert second.messages[len(first.messages)] == {"role": "assistant", "content": raw}
+    # What the kept history already told the model (today's date, the same memory) is not repeated.
+    assert second.messages[-1]["content"] == "question 1"
+    # Without the memo (another process): the plain text, a cache miss but the same answer.
+    cold = profile.build_turn(after, tools, now=1_000_060.0)
+    assert cold.messages[len(first.messages) - 1]["content"] == "question 0"
+    assert "Today is" in cold.messages[-1]["content"]
+
+
+def test_the_offline_prompt_shows_only_memory_the_message_touches() -> None:
+    memory = ("## What you remember\n- [#1] (fact) The owner's sister is Ana.\n"
+              "- [#2] (fact) Owner asked what 12 multiplied by 7 equals\n## Open loops\n- [#3] book the dentist")
+    kept = profile.relevant_memory(memory, "what is my sister called?")
+    assert kept == "## What you remember\n- [#1] (fact) The owner's sister is Ana."
+    assert profile.relevant_memory(memory, "And why is that?") == ""
+    tools = builtin_toolbox().schemas()
+    asked = profile.build(conversation(0, memory=memory, last=" who is my sister?"), tools)
+    assert "Ana" in asked[-1]["content"] and "multiplied" not in asked[-1]["content"]
+
+
+def test_renderings_are_bounded() -> None:
+    memo = Renderings(size=3)
+    for i in range(5):
+        memo.put(f"k{i}", f"v{i}")
+    assert len(memo) == 3 and memo.get("k0") is None and memo.get("k4") == "v4"
 
 
 def test_profile_cuts_history_in_steps_to_its_budget() -> None:

@@ -4,6 +4,7 @@ model that cannot load leaves the stand-in answering, saying why, as GET /v1/pro
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,8 +41,9 @@ def start(tmp: Path, **env: str) -> tuple[ServerProcess, httpx.Client]:
 
 @pytest.fixture(scope="module")
 def smol(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, httpx.Client]]:
-    server, client = start(tmp_path_factory.mktemp("smol"), IRIIS_LOCAL_MODEL="smollm2-135m",
-                           IRIIS_MODELS_DIR=str(MODELS))
+    tmp = tmp_path_factory.mktemp("smol")
+    server, client = start(tmp, IRIIS_LOCAL_MODEL="smollm2-135m", IRIIS_MODELS_DIR=str(MODELS),
+                           IRIIS_LOCAL_DEBUG=str(tmp / "prompts.jsonl"))
     try:
         until(lambda: local_row(client)["state"] == "ready", timeout=240, every=1.0,
               describe=lambda: str(local_row(client)))
@@ -64,6 +66,27 @@ def test_a_streamed_reply_from_the_local_model(smol) -> None:
     sentences = [d["text"] for e, d in events if e == "sentence"]
     assert sentences and events[-1][0] == "done"
     assert "stand-in" not in events[-1][1]["text"] and "No language model" not in events[-1][1]["text"]
+
+
+def prompts(server: ServerProcess) -> list[list[dict]]:
+    path = server.home.parent / "prompts.jsonl"
+    return [json.loads(line)["prompt"] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_continued_turn_extends_the_prompt_the_model_already_read(smol) -> None:
+    server, client = smol
+    first = chat(client, KEY, "Who wrote Hamlet?", timeout=180)
+    session = next(d["session_id"] for e, d in first if e == "session")
+    seen = len(prompts(server))
+    second = chat(client, KEY, "And why is that?", timeout=180, session_id=session)
+    assert first[-1][0] == "done" and second[-1][0] == "done"
+    before, after = prompts(server)[seen - 1], prompts(server)[seen]
+    # The first turn's whole prompt comes back unchanged (the person's message with the context
+    # it was read with), then what the model wrote, as it wrote it: llama.cpp reuses all of it.
+    assert after[:len(before)] == before, (before, after)
+    assert after[len(before)]["role"] == "assistant" and after[len(before)]["content"].startswith("{")
+    # No tool is cued by either message, so neither step offered one.
+    assert not [d for e, d in first + second if e == "tool"]
 
 
 def test_a_tool_call_through_the_schema_router_and_a_reflection_read(smol) -> None:

@@ -9,6 +9,7 @@ router's own turn; and the learning lane's JSON."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -167,3 +168,54 @@ async def test_the_learning_lane_returns_schema_json(llama: LlamaServer, client:
     found = find_object(text, {"observations", "people", "lesson", "open_loops"})
     assert found is not None and isinstance(found["observations"], list), text
     json.loads(text)  # whole: the schema's bounds end it before the token cap
+
+
+def proc_state(pid: int) -> str:
+    """The process's state letter: T while stopped."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+async def test_a_chat_turn_pauses_the_learning_server_and_the_learning_call_still_finishes(
+        llama: LlamaServer, client: httpx.AsyncClient) -> None:
+    learning_server = LlamaServer(ensure_weights(choose(SMOL, False), MODELS), SMOL, n_ctx=2048)
+    await learning_server.start(timeout=120)
+    try:
+        assert learning_server.proc is not None
+        pid = learning_server.proc.pid
+        status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url,
+                             learning_url=learning_server.base_url)
+
+        async def state() -> LocalStatus:
+            return status
+
+        seen: list[str] = []
+
+        async def hold(paused: bool) -> None:
+            learning_server.pause(paused)
+            for _ in range(100):  # the signal is delivered a moment after kill() returns
+                if (proc_state(pid) == "T") == paused:
+                    break
+                await asyncio.sleep(0.01)
+            seen.append(proc_state(pid))
+
+        chat = LocalModelProvider(state, client, hold=hold)
+
+        async def reflect() -> str:
+            messages = [{"role": "system", "content": "Answer with ONE JSON object of observations about the owner."},
+                        {"role": "user", "content": "Owner: my sister is called Ana.\nAssistant: Noted."}]
+            with purpose("reflection"):
+                return "".join(d.text for d in [d async for d in chat.learning().stream(SMOL, messages, None, 60)]
+                               if isinstance(d, TextDelta))
+
+        learning = asyncio.create_task(reflect())
+        await asyncio.sleep(0.3)  # the learning call is on its server
+        reply = "".join(d.text for d in [d async for d in chat.stream(SMOL, prompt("Say hello."), None, 60)]
+                        if isinstance(d, TextDelta))
+        text = await asyncio.wait_for(learning, 120)
+        # Stopped for the chat turn, then let go on; the chat turn answered meanwhile.
+        assert seen[0] == "T" and seen[-1] != "T" and reply.strip(), (seen, reply)
+        found = find_object(text, {"observations", "people", "lesson", "open_loops"})
+        assert found is not None, text
+    finally:
+        learning_server.stop()
+    assert not learning_server.running()

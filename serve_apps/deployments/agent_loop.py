@@ -190,9 +190,17 @@ class AgentLoop:
                            session_id=session_id, sources=list(sources or []))
 
     async def ready(self) -> bool:
-        """Nothing: a new SessionActor calls it once so its handle's router is set up before a
-        conversation needs it (actors/session/warm.py)."""
+        """A new SessionActor calls it once so its handle's router is set up before a
+        conversation needs it (actors/session/warm.py). The local model, if it answers here,
+        reads its prompts' stable head meanwhile."""
+        if self.local:
+            self.local.prime_head_soon(self._offline_tools)
         return True
+
+    async def _offline_tools(self) -> list[dict[str, Any]]:
+        """The tools a plain owner turn offers (the local model's head lists the core ones)."""
+        toolbox = await self._turn_toolbox([{"role": "user", "content": "hello"}], None)
+        return toolbox.schemas()
 
     async def run(self, request: TurnRequest) -> AsyncIterator[TurnEvent]:
         """One turn's typed events: sentences, tools, then a `TurnResult` (or a `TurnError`)."""

@@ -71,13 +71,29 @@ async def prepare(config: LocalConfig, status: LocalStatus) -> LlamaServer | Non
     return server
 
 
+async def start_learning(server: LlamaServer, status: LocalStatus) -> LlamaServer | None:
+    """The second server, for memory's learning calls, on the same weights (mapped, so shared);
+    None when it cannot start (learning then shares the chat server)."""
+    learning = LlamaServer(server.model, server.alias, server.n_ctx, server.threads)
+    try:
+        await learning.start()
+    except (RuntimeError, OSError) as exc:
+        log.warning("the learning server did not start (%s); learning shares the chat server", exc)
+        return None
+    status.learning_url = learning.base_url
+    return learning
+
+
 @ray.remote(num_cpus=0, max_restarts=-1)
 class LocalModel:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = LocalConfig(**config)
         self.status = LocalStatus()
         self.server: LlamaServer | None = None
+        self.learning: LlamaServer | None = None
         self._task: asyncio.Task[None] | None = None
+        self._held_until = 0.0
+        self._release: asyncio.Task[None] | None = None
 
     def _ensure_started(self) -> None:
         if self._task is None:
@@ -85,8 +101,12 @@ class LocalModel:
 
     async def _run(self) -> None:
         self.server = await prepare(self.config, self.status)
+        if self.server is not None:
+            self.learning = await start_learning(self.server, self.status)
         while self.server is not None:
             await asyncio.sleep(2.0)
+            if self.learning is not None and not self.learning.running():
+                self.status.learning_url, self.learning = None, None  # learning shares the chat server
             if self.server.running():
                 continue
             words = self.server.last_words()
@@ -108,9 +128,33 @@ class LocalModel:
         self._ensure_started()
         return self.status.model_copy()
 
+    async def hold_learning(self, seconds: float) -> None:
+        """Pause the learning server while a chat turn runs, for at most `seconds` (a lease, so
+        a lost release cannot leave it stopped); `release_learning` lets it go on."""
+        if self.learning is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._held_until = loop.time() + seconds
+        self.learning.pause(True)
+        if self._release is None or self._release.done():
+            self._release = loop.create_task(self._release_when_due())
+
+    async def release_learning(self) -> None:
+        self._held_until = 0.0
+        if self.learning is not None:
+            self.learning.pause(False)
+
+    async def _release_when_due(self) -> None:
+        loop = asyncio.get_running_loop()
+        while (left := self._held_until - loop.time()) > 0:
+            await asyncio.sleep(left)
+        if self.learning is not None:
+            self.learning.pause(False)
+
     async def stop(self) -> None:
-        if self.server:
-            self.server.stop()
+        for server in (self.learning, self.server):
+            if server:
+                server.stop()
 
 
 def local_model_actor(config: LocalConfig) -> Any:

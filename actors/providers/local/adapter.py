@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,9 +27,10 @@ from typing import Any
 import httpx
 
 from actors.providers.local import choice as choosing
-from actors.providers.local import learning, profile
+from actors.providers.local import learning, profile, transcript
 from actors.providers.local.catalog import writes_asks
 from actors.providers.local.status import LocalStatus
+from actors.providers.local.transcript import Renderings
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.types import Delta, ProviderError, StreamEnd, TextDelta, ToolCall
 
@@ -42,8 +44,17 @@ LEARNING_TRIES = 4
 # Learning starts only once chat has been quiet this long: a prompt being read cannot be
 # interrupted, so a person's next message should not arrive while one is.
 QUIET_SECONDS = 8.0
+# After memory's calls, the last chat prompt is read again (llama.cpp keeps one cached prompt),
+# once no other learning call has followed for this long.
+PRIME_AFTER_SECONDS = 1.0
+# On a learning server of its own (paused while chat runs), learning waits only this long after
+# a turn, and a call may spend a while paused.
+APART_QUIET_SECONDS = 1.0
+LEARNING_TIMEOUT = 900.0
 
+log = logging.getLogger(__name__)
 StatusFn = Callable[[], Awaitable[LocalStatus]]
+HoldFn = Callable[[bool], Awaitable[None]]
 
 
 class Lanes:
@@ -55,6 +66,13 @@ class Lanes:
         self.quiet.set()
         self.generation = 0  # bumped whenever a chat call starts
         self.last_chat = 0.0
+        self.learning = 0  # learning calls in flight
+        self.learning_runs = 0
+        self.primer: asyncio.Task[None] | None = None  # held so it is not collected mid-run
+        self.holds: set[asyncio.Task[None]] = set()
+        # The last chat step's prompt and what the model wrote: what the server had cached
+        # before memory's calls replaced it.
+        self.last_prompt: tuple[str, list[dict[str, str]]] | None = None
 
     def chat_started(self) -> None:
         self.chat += 1
@@ -88,6 +106,21 @@ def _rounds_this_turn(messages: list[dict[str, Any]]) -> tuple[int, set[str]]:
     return rounds, called
 
 
+def _user_texts(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """The person's last message and the one before it."""
+    said = [profile.plain_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    return (said[-1] if said else ""), (said[-2] if len(said) > 1 else "")
+
+
+def _learning_request(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The body fields and the cut prompt of one of memory's calls."""
+    extra: dict[str, Any] = {"max_tokens": LEARNING_TOKENS, "temperature": 0.0}
+    fmt = learning.response_format(_wants_json(messages))
+    if fmt:
+        extra["response_format"] = fmt
+    return extra, learning.cut(messages)
+
+
 def _wants_json(messages: list[dict[str, Any]]) -> bool:
     return any("json" in str(m.get("content") or "").lower() for m in messages if m.get("role") == "system")
 
@@ -96,17 +129,21 @@ class LocalModelProvider:
     name = "local"
 
     def __init__(self, status: StatusFn, client: httpx.AsyncClient, lanes: Lanes | None = None,
-                 lane: str = "chat") -> None:
+                 lane: str = "chat", renderings: Renderings | None = None, hold: HoldFn | None = None) -> None:
         self._status_fn = status
         self.client = client
         self.lanes = lanes or Lanes()
         self.lane = lane
         self._status: LocalStatus | None = None
         self._checked = 0.0
+        # What the model read and wrote for each message, shared by both lanes' objects.
+        self.renderings = renderings if renderings is not None else Renderings()
+        self.hold = hold  # pauses the learning server while chat runs (the actor's lease)
 
     def learning(self) -> "LocalModelProvider":
         """The same model on the learning lane."""
-        return LocalModelProvider(self._status_fn, self.client, self.lanes, lane="learning")
+        return LocalModelProvider(self._status_fn, self.client, self.lanes, lane="learning",
+                                  renderings=self.renderings, hold=self.hold)
 
     async def status(self) -> LocalStatus:
         now = time.monotonic()
@@ -125,10 +162,18 @@ class LocalModelProvider:
         inner = await self._ready()
         timeout = max(timeout, MIN_TIMEOUT)
         if self.lane == "learning":
+            status = await self.status()
+            if status.learning_url:
+                separate = OpenAICompatProvider("local", status.learning_url, None, self.client)
+                async for delta in self._learning_apart(separate, model, messages):
+                    yield delta
+                return
             async for delta in self._learning(inner, model, messages, timeout):
                 yield delta
             return
         self.lanes.chat_started()
+        if self.lanes.chat == 1:
+            self._hold(True)
         try:
             if tools:
                 async for delta in self._choose(inner, model, messages, tools, timeout):
@@ -139,57 +184,147 @@ class LocalModelProvider:
                     yield delta
         finally:
             self.lanes.chat_ended()
+            if self.lanes.chat == 0:
+                self._hold(False)
+
+    def _hold(self, paused: bool) -> None:
+        """Pause (or let go on) the learning server, without waiting for it."""
+        if self.hold is None:
+            return
+
+        async def run() -> None:
+            try:
+                await self.hold(paused)
+            except Exception as exc:  # noqa: BLE001 - the lease lets it go on by itself
+                log.info("learning server %s failed: %s", "pause" if paused else "release", exc)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self.lanes.holds.add(task)
+        task.add_done_callback(self.lanes.holds.discard)
 
     async def _choose(self, inner: OpenAICompatProvider, model: str, messages: list[dict[str, Any]],
                       tools: list[dict[str, Any]], timeout: float) -> AsyncIterator[Delta]:
-        """One step by schema choice: the answer's text streamed, or one ordinary ToolCall."""
-        last_user = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
-        routed = choosing.select_tools(tools, last_user)
+        """One step by schema choice: the answer's text streamed, or one ordinary ToolCall.
+        Only the tools the message gives a reason for are offered; with none, the model
+        answers straight away (a shorter object to write before the first word)."""
+        message, previous = _user_texts(messages)
+        head, offered = choosing.select_tools(tools, message, previous=previous)
         rounds, called = _rounds_this_turn(messages)
         # After a tool's result: another tool only if a different one is needed, and only a few.
-        allowed = [] if rounds >= MAX_TOOL_ROUNDS else [t for t in routed if choosing.tool_name(t) not in called]
+        allowed = [] if rounds >= MAX_TOOL_ROUNDS else [t for t in offered if choosing.tool_name(t) not in called]
         asks = writes_asks(model)
-        prompt = profile.build(messages, routed, asks=asks)
+        built = profile.build_turn(messages, head + [t for t in offered if not choosing.is_core(t)], asks=asks,
+                                   renderings=self.renderings, reuse_current=rounds > 0)
+        prompt = built.messages
         if os.environ.get("IRIIS_LOCAL_DEBUG"):
             with open(os.environ["IRIIS_LOCAL_DEBUG"], "a") as f:
-                f.write(json.dumps({"prompt": prompt, "allowed": [choosing.tool_name(t) for t in allowed]}) + "\n")
-        extra = {"response_format": {"type": "json_object", "schema": choosing.choice_schema(allowed, asks)},
+                f.write(json.dumps({"prompt": prompt, "allowed": [choosing.tool_name(t) for t in allowed],
+                                    "at": time.time()}) + "\n")
+        schema = choosing.choice_schema(allowed, asks) if allowed else choosing.ANSWER_ONLY
+        extra = {"response_format": {"type": "json_object", "schema": schema},
                  "max_tokens": ANSWER_TOKENS, "temperature": 0.0}
         reader = choosing.ChoiceStream()
         end: StreamEnd | None = None
+        said: list[str] = []
         async for delta in inner.stream(model, prompt, None, timeout, extra=extra):
             if isinstance(delta, TextDelta):
                 text = reader.feed(delta.text)
                 if text:
+                    said.append(text)
                     yield TextDelta(text=text)
             elif isinstance(delta, StreamEnd):
                 end = delta
         call = reader.finish({choosing.tool_name(t) for t in allowed})
+        self._remember(model, built, reader.raw, call, "".join(said))
         if call is not None:
             yield ToolCall(id=f"local_{rounds}_{call.name}", name=call.name, arguments=call.arguments)
         yield StreamEnd(finish_reason="tool_calls" if call else (end.finish_reason if end else "stop"),
                         provider="local", model=model)
 
+    def _remember(self, model: str, built: profile.Built, raw: str, call: ToolCall | None, answer: str) -> None:
+        """Keep what the model read and wrote, so the next step and the next turn render it
+        the same way and the server's cached prefix covers it."""
+        if built.user_key is None or built.user_rendered is None or not raw:
+            return
+        self.renderings.put(built.user_key, built.user_rendered)
+        if call is not None:
+            plain, role = profile.call_text(call.name, call.arguments), "call"
+        else:
+            plain, role = answer.strip(), "assistant"
+        if plain:
+            self.renderings.put(transcript.key(role, plain, built.after_user), raw)
+        self.lanes.last_prompt = (model, [*built.messages, {"role": "assistant", "content": raw}])
+
+    async def prime(self, inner: OpenAICompatProvider | None = None, model: str | None = None,
+                    prompt: list[dict[str, str]] | None = None) -> bool:
+        """Have the server read `prompt` (by default the last chat step's) and write one token,
+        so a chat turn that follows finds it cached. Skipped while chat or learning runs."""
+        if prompt is None:
+            if self.lanes.last_prompt is None:
+                return False
+            model, prompt = self.lanes.last_prompt
+        if self.lanes.chat or self.lanes.learning:
+            return False
+        try:
+            inner = inner or await self._ready()
+            async for _delta in inner.stream(model or "local", prompt, None, MIN_TIMEOUT, extra={"max_tokens": 1}):
+                pass
+        except (ProviderError, httpx.HTTPError) as exc:
+            log.info("local model prime skipped: %s", exc)
+            return False
+        return True
+
+    async def prime_head(self, model: str, tools: list[dict[str, Any]]) -> bool:
+        """Read the prompt's stable head (instruction, core tools, examples) once the model is
+        ready, before any conversation needs it."""
+        head, _offered = choosing.select_tools(tools, "")
+        return await self.prime(None, model, profile.build([{"role": "user", "content": "hello"}], head,
+                                                           asks=writes_asks(model)))
+
+    async def _prime_later(self, inner: OpenAICompatProvider) -> None:
+        runs = self.lanes.learning_runs
+        await asyncio.sleep(PRIME_AFTER_SECONDS)
+        if runs == self.lanes.learning_runs:
+            await self.prime(inner)
+
+    async def _learning_apart(self, server: OpenAICompatProvider, model: str,
+                              messages: list[dict[str, Any]]) -> AsyncIterator[Delta]:
+        """A memory call on the learning server: it waits only for the turn in flight to end,
+        since a turn that starts meanwhile pauses the server where it is (no work lost, and
+        the chat server's cached prompt is never replaced)."""
+        extra, messages = _learning_request(messages)
+        await self.lanes.wait_quiet(APART_QUIET_SECONDS)
+        parts: list[str] = []
+        async for delta in server.stream(model, profile.build(messages, None), None, LEARNING_TIMEOUT, extra=extra):
+            if isinstance(delta, TextDelta):
+                parts.append(delta.text)
+        yield TextDelta(text="".join(parts))
+        yield StreamEnd(finish_reason="stop", provider="local", model=model)
+
     async def _learning(self, inner: OpenAICompatProvider, model: str, messages: list[dict[str, Any]],
                         timeout: float) -> AsyncIterator[Delta]:
-        """A memory call: JSON-constrained when it asks for JSON, run whole while chat is
-        quiet, and started over if a chat turn begins meanwhile."""
-        extra: dict[str, Any] = {"max_tokens": LEARNING_TOKENS, "temperature": 0.0}
-        fmt = learning.response_format(_wants_json(messages))
-        if fmt:
-            extra["response_format"] = fmt
-        messages = learning.cut(messages)
+        """A memory call on the chat server (the learning server is not up): JSON-constrained
+        when it asks for JSON, run whole while chat is quiet, and started over if a chat turn
+        begins meanwhile; the chat prompt is read back in after it."""
+        extra, messages = _learning_request(messages)
         for _try in range(LEARNING_TRIES):
             await self.lanes.wait_quiet()
             generation = self.lanes.generation
             parts: list[str] = []
             preempted = False
-            async for delta in inner.stream(model, profile.build(messages, None), None, timeout, extra=extra):
-                if self.lanes.generation != generation:
-                    preempted = True
-                    break  # closing the stream stops the server's generation
-                if isinstance(delta, TextDelta):
-                    parts.append(delta.text)
+            self.lanes.learning += 1
+            self.lanes.learning_runs += 1
+            try:
+                async for delta in inner.stream(model, profile.build(messages, None), None, timeout, extra=extra):
+                    if self.lanes.generation != generation:
+                        preempted = True
+                        break  # closing the stream stops the server's generation
+                    if isinstance(delta, TextDelta):
+                        parts.append(delta.text)
+            finally:
+                self.lanes.learning -= 1
+            # This call replaced the chat prompt in the server's cache: read that back in.
+            self.lanes.primer = asyncio.get_running_loop().create_task(self._prime_later(inner))
             if not preempted:
                 yield TextDelta(text="".join(parts))
                 yield StreamEnd(finish_reason="stop", provider="local", model=model)

@@ -17,6 +17,7 @@ from typing import Any
 
 from actors.common.jsonish import loads_lenient
 from actors.common.text import word_set
+from actors.providers.local import cues
 from actors.providers.types import ToolCall
 
 NONE = "none"
@@ -35,12 +36,14 @@ def _words(text: str) -> set[str]:
     return set(word_set(text))
 
 
-def select_tools(tools: list[dict[str, Any]], message: str, limit: int = MAX_ROUTED) -> list[dict[str, Any]]:
-    """At most `limit` tools: the core ones present (fixed order, so the prompt prefix they
-    sit in stays the same turn after turn), then the others whose name or description share
-    the most words with the message."""
+def select_tools(tools: list[dict[str, Any]], message: str, limit: int = MAX_ROUTED,
+                 previous: str = "") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(head, offered): the core tools present, in a fixed order (they sit in the prompt's
+    stable head, whatever the message), and the at most `limit` tools this message gives a
+    reason to call (actors/providers/local/cues.py): cued core tools first, then the others
+    it names, those sharing the most words with it first."""
     by_name = {tool_name(t): t for t in tools}
-    chosen = [by_name[n] for n in CORE_ORDER if n in by_name][:limit]
+    head = [by_name[n] for n in CORE_ORDER if n in by_name][:limit]
     said = _words(message)
     rest = [t for t in tools if tool_name(t) not in CORE_ORDER]
 
@@ -48,8 +51,8 @@ def select_tools(tools: list[dict[str, Any]], message: str, limit: int = MAX_ROU
         fn = t.get("function") or {}
         return len(said & _words(f"{fn.get('name', '').replace('_', ' ')} {fn.get('description', '')}"))
 
-    scored = sorted((t for t in rest if score(t) > 0), key=lambda t: -score(t))
-    return chosen + scored[: max(0, limit - len(chosen))]
+    offered = cues.gate(head + sorted(rest, key=lambda t: -score(t)), CORE_ORDER, message, previous)
+    return head, offered[:limit]
 
 
 def is_core(tool: dict[str, Any]) -> bool:
@@ -118,6 +121,9 @@ def choice_schema(tools: list[dict[str, Any]], asks: bool = True) -> dict[str, A
                                                      "answer": {"type": "string"}},
                     "required": ["asks", "tool", "answer"]})
     return {"anyOf": options} if len(options) > 1 else options[0]
+
+
+ANSWER_ONLY: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
 
 def _without_asks(schema: dict[str, Any]) -> dict[str, Any]:

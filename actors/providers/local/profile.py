@@ -20,9 +20,13 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from actors.common.text import word_set
+from actors.providers.local import transcript
 from actors.providers.local.choice import NONE, is_core, signature
+from actors.providers.local.transcript import Renderings
 
 CHARS_PER_TOKEN = 4
 HISTORY_TOKENS = 700
@@ -79,7 +83,7 @@ def examples(core_tools: list[dict[str, Any]]) -> list[dict[str, str]]:
 _REMINDER = "\nReminder: the block above is"
 
 
-def _text(content: Any) -> str:
+def plain_text(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
     return str(content or "")
@@ -103,6 +107,25 @@ def _lines_within(text: str, chars: int) -> str:
     return "\n".join(out)
 
 
+def relevant_memory(memory: str, said: str) -> str:
+    """The memory block cut to the lines that share a content word with `said` (the person's
+    last two messages), each heading kept only above a line that stays: a 1.5B model answers
+    about whatever memory it is shown (measured: "And why is that?" answered with a stored
+    note about an earlier sum), and each line costs reading time."""
+    words = word_set(said)
+    out: list[str] = []
+    heading: str | None = None
+    for line in memory.splitlines():
+        if line.startswith("#"):
+            heading = line
+        elif line.strip() and words & word_set(line):
+            if heading is not None:
+                out.append(heading)
+                heading = None
+            out.append(line)
+    return "\n".join(out)
+
+
 def system_text(core_tools: list[dict[str, Any]]) -> str:
     """The stable head: instruction, core tools, examples (only for tools that exist)."""
     if not core_tools:
@@ -118,7 +141,7 @@ def _split_system(messages: list[dict[str, Any]]) -> tuple[str, str]:
     for i, m in enumerate(messages):
         if m.get("role") != "system":
             break
-        text = _text(m.get("content"))
+        text = plain_text(m.get("content"))
         if i == 0:
             _, _, memory = text.partition("\n\n")
         elif "Summary of the earlier conversation" in text:
@@ -133,53 +156,84 @@ def _last_user(messages: list[dict[str, Any]]) -> int:
     return -1
 
 
-def _history(messages: list[dict[str, Any]], upto: int) -> list[dict[str, str]]:
-    past = [{"role": m["role"], "content": _cap(_text(m.get("content")), MESSAGE_CHARS)}
-            for m in messages[:upto] if m.get("role") in ("user", "assistant") and _text(m.get("content")).strip()]
+def _history(messages: list[dict[str, Any]], upto: int,
+             renderings: Renderings | None = None) -> tuple[list[dict[str, str]], str]:
+    """The kept history, each message as the model last saw it where that is known, and the
+    digest of it all (the key of what comes next)."""
+    past = [(m["role"], plain_text(m.get("content"))) for m in messages[:upto]
+            if m.get("role") in ("user", "assistant") and plain_text(m.get("content")).strip()]
     budget = HISTORY_TOKENS * CHARS_PER_TOKEN
     start = 0
     # The window's start moves in whole steps, so most turns only append to the prompt.
-    while start < len(past) and sum(len(m["content"]) for m in past[start:]) > budget:
+    while start < len(past) and sum(min(len(text), MESSAGE_CHARS) for _, text in past[start:]) > budget:
         start += HISTORY_STEP
     kept = past[start:]
-    while kept and kept[0]["role"] != "user":
+    while kept and kept[0][0] != "user":
         kept = kept[1:]
-    return kept
+    out: list[dict[str, str]] = []
+    before = ""
+    for role, text in kept:
+        seen = renderings.get(transcript.key(role, text, before)) if renderings else None
+        rendered = seen or _cap(text, MESSAGE_CHARS)
+        out.append({"role": role, "content": rendered})
+        before = transcript.chain(before, role, rendered)
+    return out, before
 
 
-def _context(memory: str, summary: str, extra_tools: list[dict[str, Any]], now: float) -> str:
-    lines = [time.strftime("Today is %A %d %B %Y.", time.gmtime(now))]
+def _context(memory: str, summary: str, extra_tools: list[dict[str, Any]], now: float,
+             shown: set[str] | None = None) -> str:
+    """The per-turn block, without the lines the kept history already shows the model."""
+    shown = shown or set()
+    sections: list[tuple[str, list[str]]] = [("", [time.strftime("Today is %A %d %B %Y.", time.gmtime(now))])]
     if summary:
-        lines.append("Earlier: " + _cap(summary, SUMMARY_TOKENS * CHARS_PER_TOKEN))
+        sections.append(("", ["Earlier: " + _cap(summary, SUMMARY_TOKENS * CHARS_PER_TOKEN)]))
     if memory:
-        lines.append("What you know:\n" + _lines_within(memory, MEMORY_TOKENS * CHARS_PER_TOKEN))
+        sections.append(("What you know:", _lines_within(memory, MEMORY_TOKENS * CHARS_PER_TOKEN).splitlines()))
     if extra_tools:
-        lines.append("More tools:\n" + "\n".join(signature(t) for t in extra_tools))
+        sections.append(("More tools:", [signature(t) for t in extra_tools]))
+    lines: list[str] = []
+    for header, items in sections:
+        new = [line for line in items if line not in shown]
+        if new:
+            lines += ([header] if header else []) + new
     return "\n".join(lines)
 
 
-def _turn_steps(messages: list[dict[str, Any]], start: int) -> list[dict[str, str]]:
+def _turn_steps(messages: list[dict[str, Any]], start: int, renderings: Renderings | None = None,
+                before: str = "") -> list[dict[str, str]]:
     """This turn's tool calls and results as the model wrote and reads them."""
     out: list[dict[str, str]] = []
     for m in messages[start:]:
         role = m.get("role")
         if role == "assistant":
-            calls = m.get("tool_calls") or []
-            parts = [json.dumps({"asks": "a tool", "tool": c["function"]["name"],
-                                 "arguments": _args(c["function"].get("arguments"))}) for c in calls]
-            text = _text(m.get("content")).strip()
-            if not parts:
-                parts = [json.dumps({"asks": "a reply", "tool": NONE, "answer": text})] if text else []
+            calls = [(c["function"]["name"], _args(c["function"].get("arguments"))) for c in m.get("tool_calls") or []]
+            parts = [_written(renderings, "call", call_text(name, args), before,
+                              json.dumps({"asks": "a tool", "tool": name, "arguments": args}))
+                     for name, args in calls]
+            text = plain_text(m.get("content")).strip()
+            if not parts and text:
+                parts = [_written(renderings, "assistant", text, before,
+                                  json.dumps({"asks": "a reply", "tool": NONE, "answer": text}))]
             if parts:
                 out.append({"role": "assistant", "content": "\n".join(parts)})
         elif role == "tool":
             # The wrapper stays (every `<` of the output escaped); the reminder after it is the
             # system text's standing rule here, so it is not repeated for the model to echo.
-            result = _text(m.get("content")).split(_REMINDER, 1)[0].strip()
+            result = plain_text(m.get("content")).split(_REMINDER, 1)[0].strip()
             out.append({"role": "user", "content": _RESULT.format(_cap(result, 1500))})
         elif role == "system":
-            out.append({"role": "user", "content": "Note: " + _text(m.get("content"))})
+            out.append({"role": "user", "content": "Note: " + plain_text(m.get("content"))})
     return out
+
+
+def call_text(name: str, arguments: Any) -> str:
+    """The plain form a tool call is remembered under."""
+    return json.dumps([name, arguments], sort_keys=True)
+
+
+def _written(renderings: Renderings | None, role: str, plain: str, before: str, default: str) -> str:
+    seen = renderings.get(transcript.key(role, plain, before)) if renderings else None
+    return seen or default
 
 
 def _args(raw: Any) -> Any:
@@ -195,14 +249,33 @@ _ASKS_FIELD = re.compile(r'"asks": "[^"]*", ')
 _ASKS_RULE = "First say in a few words what the message asks, then use a tool: "
 
 
+@dataclass
+class Built:
+    """A step's prompt, and what the adapter remembers of it once the model has answered."""
+
+    messages: list[dict[str, str]]
+    user_key: str | None = None  # the person's message, as keyed in Renderings
+    user_rendered: str | None = None  # as the model read it
+    after_user: str = ""  # the digest of the rendering up to and including it
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 def build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
           now: float | None = None, asks: bool = True) -> list[dict[str, str]]:
-    """The compact prompt for `messages` (the full one the turn built) and the routed tools;
-    without `asks`, the examples and rule choose straight away."""
-    out = _build(messages, tools, now)
+    """The compact prompt for `messages` (the full one the turn built) and the routed tools."""
+    return build_turn(messages, tools, now, asks).messages
+
+
+def build_turn(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, now: float | None = None,
+               asks: bool = True, renderings: Renderings | None = None, reuse_current: bool = False) -> Built:
+    """`build`, with history rendered as the model saw it (`renderings`) and, when
+    `reuse_current`, the person's message as an earlier step of this turn rendered it; without
+    `asks`, the examples and rule choose straight away."""
+    built = _build(messages, tools, now, renderings, reuse_current)
     if asks or not tools:
-        return out
-    out = [{**m, "content": _ASKS_FIELD.sub("", m["content"]).replace(_ASKS_RULE, "To use a tool: ")} for m in out]
+        return built
+    out = [{**m, "content": _ASKS_FIELD.sub("", m["content"]).replace(_ASKS_RULE, "To use a tool: ")}
+           for m in built.messages]
     # The tiniest models copy inline examples better than example turns (measured on SmolLM2).
     shown = examples([t for t in tools if is_core(t)])
     turns, rest = out[1:1 + len(shown)], out[1 + len(shown):]
@@ -210,31 +283,39 @@ def build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
              if not u["content"].startswith("Tool result")]
     system = out[0]["content"].replace("The first turns below are examples; the conversation starts after them.",
                                        "Examples:\n" + "\n".join(pairs))
-    return [{"role": "system", "content": system}, *rest]
+    built.messages = [{"role": "system", "content": system}, *rest]
+    return built
 
 
-def _build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-           now: float | None = None) -> list[dict[str, str]]:
+def _build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, now: float | None,
+           renderings: Renderings | None, reuse_current: bool) -> Built:
     tools = tools or []
     core = [t for t in tools if is_core(t)]
     extra = [t for t in tools if not is_core(t)]
     memory, summary = _split_system(messages)
     last = _last_user(messages)
-    out: list[dict[str, str]] = [{"role": "system", "content": system_text(core if tools else [])}]
     if not tools:
         # Plain text requests (the summary, memory's calls) keep their own instructions.
-        out = []
-        for m in messages:
-            out.append({"role": m.get("role", "user"), "content": _text(m.get("content"))})
-        return out
+        return Built([{"role": m.get("role", "user"), "content": plain_text(m.get("content"))} for m in messages])
+    out: list[dict[str, str]] = [{"role": "system", "content": system_text(core)}]
     if last < 0:
-        return out + [{"role": "user", "content": _context(memory, summary, extra, now or time.time())}]
+        return Built(out + [{"role": "user", "content": _context(memory, summary, extra, now or time.time())}])
     out += examples(core)
-    out += _history(messages, last)
-    context = _context(memory, summary, extra, now or time.time())
-    out.append({"role": "user", "content": f"[{context}]\n\n{_text(messages[last].get('content'))}"})
-    out += _turn_steps(messages, last + 1)
-    return out
+    history, before = _history(messages, last, renderings)
+    out += history
+    plain = plain_text(messages[last].get("content"))
+    earlier = [plain_text(m.get("content")) for m in messages[:last] if m.get("role") == "user"]
+    memory = relevant_memory(memory, " ".join([plain, *earlier[-1:]]))
+    user_key = transcript.key("user", plain, before)
+    rendered = renderings.get(user_key) if renderings and reuse_current else None
+    if rendered is None:
+        shown = {line.strip("[]") for m in history for line in m["content"].splitlines()}
+        context = _context(memory, summary, extra, now or time.time(), shown)
+        rendered = f"[{context}]\n\n{plain}" if context else plain
+    out.append({"role": "user", "content": rendered})
+    after = transcript.chain(before, "user", rendered)
+    out += _turn_steps(messages, last + 1, renderings, after)
+    return Built(out, user_key, rendered, after)
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> int:

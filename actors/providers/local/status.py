@@ -19,6 +19,9 @@ class LocalStatus(BaseModel):
     detail: str = ""
     stage_started: float = Field(default_factory=time.time)
     base_url: str | None = None
+    # memory's learning calls go to a second server on the same weights, paused while a chat
+    # turn runs; None when it is not up (they then share the chat server)
+    learning_url: str | None = None
     error: str | None = None
     restarts: int = 0
 
