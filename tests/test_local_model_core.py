@@ -301,3 +301,11 @@ async def test_the_local_model_is_tried_only_after_hosted_ones_and_not_ready_cos
         assert isinstance(failed.value.last, ProviderError) and failed.value.last.kind == "server"
     local = next(e for e in state.entries if e.key == "local/small")
     assert local.rest_until == 0.0 and local.ema == 0.01
+
+
+def test_an_answer_only_step_streams_a_bare_json_string() -> None:
+    reader = choice.ChoiceStream()
+    raw = json.dumps('Jupiter, "the giant".\nIt is big.')
+    text = "".join(reader.feed(raw[i:i + 3]) for i in range(0, len(raw), 3))
+    assert text == 'Jupiter, "the giant".\nIt is big.'
+    assert reader.answered and reader.finish({"calculate"}) is None

@@ -84,7 +84,9 @@ def test_a_continued_turn_extends_the_prompt_the_model_already_read(smol) -> Non
     # The first turn's whole prompt comes back unchanged (the person's message with the context
     # it was read with), then what the model wrote, as it wrote it: llama.cpp reuses all of it.
     assert after[:len(before)] == before, (before, after)
-    assert after[len(before)]["role"] == "assistant" and after[len(before)]["content"].startswith("{")
+    written = after[len(before)]
+    # the JSON the grammar let it write: a bare string for an answer, an object for a call
+    assert written["role"] == "assistant" and written["content"][:1] in ('"', "{"), written
     # No tool is cued by either message, so neither step offered one.
     assert not [d for e, d in first + second if e == "tool"]
 

@@ -123,7 +123,8 @@ def choice_schema(tools: list[dict[str, Any]], asks: bool = True) -> dict[str, A
     return {"anyOf": options} if len(options) > 1 else options[0]
 
 
-ANSWER_ONLY: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+# A step with no tool to offer: the answer as one JSON string (one token before its first word).
+ANSWER_ONLY: dict[str, Any] = {"type": "string"}
 
 
 def _without_asks(schema: dict[str, Any]) -> dict[str, Any]:
@@ -146,10 +147,14 @@ class ChoiceStream:
     def feed(self, chunk: str) -> str:
         self.raw += chunk
         if self._pos is None:
-            match = _ANSWER_OPEN.search(self.raw)
-            if match is None:
-                return ""
-            self._pos = match.end()
+            bare = self.raw.lstrip()
+            if bare.startswith('"'):  # ANSWER_ONLY: the whole object is the answer's string
+                self._pos = len(self.raw) - len(bare) + 1
+            else:
+                match = _ANSWER_OPEN.search(self.raw)
+                if match is None:
+                    return ""
+                self._pos = match.end()
         if self._done:
             return ""
         return self._decode()
