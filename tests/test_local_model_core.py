@@ -4,6 +4,7 @@ weights checks, the adapter's wire fix and the fallback tier of the router."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zipfile
 from pathlib import Path
@@ -309,3 +310,47 @@ def test_an_answer_only_step_streams_a_bare_json_string() -> None:
     text = "".join(reader.feed(raw[i:i + 3]) for i in range(0, len(raw), 3))
     assert text == 'Jupiter, "the giant".\nIt is big.'
     assert reader.answered and reader.finish({"calculate"}) is None
+
+
+class RecordingServer:
+    """Stands in for the llama.cpp server's adapter: records each request, answers `reply`."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.requests: list[tuple[list[dict], dict]] = []
+
+    async def stream(self, model, messages, tools, timeout, temperature=None, extra=None):
+        self.requests.append((messages, extra or {}))
+        yield TextDelta(text=self.reply)
+
+
+async def test_on_a_shared_server_the_chat_prompt_is_read_back_in_after_a_learning_call(monkeypatch) -> None:
+    from actors.providers.local import adapter
+
+    monkeypatch.setattr(adapter, "QUIET_SECONDS", 0.0)
+    monkeypatch.setattr(adapter, "PRIME_AFTER_SECONDS", 0.01)
+    server = RecordingServer('"Paris."')
+    status = LocalStatus(state="ready", model="m", base_url="http://127.0.0.1:9/v1")  # no learning server
+
+    async def state() -> LocalStatus:
+        return status
+
+    chat = LocalModelProvider(state, client := httpx.AsyncClient())
+
+    async def ready() -> RecordingServer:
+        return server
+
+    monkeypatch.setattr(chat, "_ready", ready)
+    tools = builtin_toolbox().schemas()
+    said = [d async for d in chat.stream("m", [{"role": "user", "content": "What is the capital of France?"}], tools)]
+    assert "".join(d.text for d in said if isinstance(d, TextDelta)) == "Paris."
+    chat_prompt = server.requests[-1][0]
+    learner = chat.learning()
+    monkeypatch.setattr(learner, "_ready", ready)
+    server.reply = '{"observations": []}'
+    [d async for d in learner.stream("m", [{"role": "user", "content": "Reflect."}], None)]
+    await asyncio.sleep(0.1)
+    primed, extra = server.requests[-1]
+    # The chat step's prompt and the answer as written, read again with one token to write.
+    await client.aclose()
+    assert primed == [*chat_prompt, {"role": "assistant", "content": '"Paris."'}] and extra["max_tokens"] == 1

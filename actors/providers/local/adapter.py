@@ -79,7 +79,8 @@ class Lanes:
         self.generation += 1
         self.quiet.clear()
 
-    async def wait_quiet(self, seconds: float = QUIET_SECONDS) -> None:
+    async def wait_quiet(self, seconds: float | None = None) -> None:
+        seconds = QUIET_SECONDS if seconds is None else seconds
         while True:
             await self.quiet.wait()
             left = self.last_chat + seconds - time.monotonic()
