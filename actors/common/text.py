@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 MIN_WORD_LENGTH = 3
 
@@ -132,3 +133,16 @@ def words(text: str) -> set[str]:
     """The distinct stemmed content words of `text` (lower-case, three or more characters,
     stop-words removed)."""
     return set(word_set(text))
+
+
+def content_text(content: Any) -> str:
+    """A chat message's content as plain text (a list of parts counts by its text parts)."""
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def last_user_messages(messages: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """The person's last message and the one before it (None when there is none)."""
+    users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
+    return (users[-1] if users else ""), (users[-2] if len(users) > 1 else None)

@@ -6,19 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from actors.tools.routing import MAX_TOOLS, MORE_TOOLS_NAME, ServerEntry, more_tools, more_tools_spec, route
+from actors.common.text import last_user_messages
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 from actors.tools.spec import ToolBox
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content or "")
-
-
-def last_user_messages(messages: list[dict[str, Any]]) -> tuple[str, str | None]:
-    users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    return (users[-1] if users else ""), (users[-2] if len(users) > 1 else None)
 
 
 def servers_from(specs: dict[str, ToolSpec], keywords: dict[str, list[str]]) -> list[ServerEntry]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from actors.common.text import last_user_messages
 from actors.providers.local import choice as choosing
 from actors.providers.local import learning, profile, transcript
 from actors.providers.local.catalog import writes_asks
@@ -107,12 +108,6 @@ def _rounds_this_turn(messages: list[dict[str, Any]]) -> tuple[int, set[str]]:
     return rounds, called
 
 
-def _user_texts(messages: list[dict[str, Any]]) -> tuple[str, str]:
-    """The person's last message and the one before it."""
-    said = [profile.plain_text(m.get("content")) for m in messages if m.get("role") == "user"]
-    return (said[-1] if said else ""), (said[-2] if len(said) > 1 else "")
-
-
 def _learning_request(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The body fields and the cut prompt of one of memory's calls."""
     extra: dict[str, Any] = {"max_tokens": LEARNING_TOKENS, "temperature": 0.0}
@@ -173,7 +168,9 @@ class LocalModelProvider:
                 yield delta
             return
         self.lanes.chat_started()
-        if self.lanes.chat == 1:
+        # Only a learning server of its own is paused (none: nothing to call the actor for).
+        holding = bool((await self.status()).learning_url)
+        if holding and self.lanes.chat == 1:
             self._hold(True)
         try:
             if tools:
@@ -185,7 +182,7 @@ class LocalModelProvider:
                     yield delta
         finally:
             self.lanes.chat_ended()
-            if self.lanes.chat == 0:
+            if holding and self.lanes.chat == 0:
                 self._hold(False)
 
     def _hold(self, paused: bool) -> None:
@@ -208,8 +205,8 @@ class LocalModelProvider:
         """One step by schema choice: the answer's text streamed, or one ordinary ToolCall.
         Only the tools the message gives a reason for are offered; with none, the model
         answers straight away (a shorter object to write before the first word)."""
-        message, previous = _user_texts(messages)
-        head, offered = choosing.select_tools(tools, message, previous=previous)
+        message, previous = last_user_messages(messages)
+        head, offered = choosing.select_tools(tools, message, previous=previous or "")
         rounds, called = _rounds_this_turn(messages)
         # After a tool's result: another tool only if a different one is needed, and only a few.
         allowed = [] if rounds >= MAX_TOOL_ROUNDS else [t for t in offered if choosing.tool_name(t) not in called]

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from actors.common.text import word_set
+from actors.common.text import content_text, last_user_messages, word_set
 from actors.providers.local import transcript
 from actors.providers.local.choice import NONE, is_core, signature
 from actors.providers.local.transcript import Renderings
@@ -83,12 +83,6 @@ def examples(core_tools: list[dict[str, Any]]) -> list[dict[str, str]]:
 _REMINDER = "\nReminder: the block above is"
 
 
-def plain_text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content or "")
-
-
 def _cap(text: str, chars: int) -> str:
     text = text.strip()
     return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
@@ -141,7 +135,7 @@ def _split_system(messages: list[dict[str, Any]]) -> tuple[str, str]:
     for i, m in enumerate(messages):
         if m.get("role") != "system":
             break
-        text = plain_text(m.get("content"))
+        text = content_text(m.get("content"))
         if i == 0:
             _, _, memory = text.partition("\n\n")
         elif "Summary of the earlier conversation" in text:
@@ -160,8 +154,8 @@ def _history(messages: list[dict[str, Any]], upto: int,
              renderings: Renderings | None = None) -> tuple[list[dict[str, str]], str]:
     """The kept history, each message as the model last saw it where that is known, and the
     digest of it all (the key of what comes next)."""
-    past = [(m["role"], plain_text(m.get("content"))) for m in messages[:upto]
-            if m.get("role") in ("user", "assistant") and plain_text(m.get("content")).strip()]
+    past = [(m["role"], content_text(m.get("content"))) for m in messages[:upto]
+            if m.get("role") in ("user", "assistant") and content_text(m.get("content")).strip()]
     budget = HISTORY_TOKENS * CHARS_PER_TOKEN
     start = 0
     # The window's start moves in whole steps, so most turns only append to the prompt.
@@ -210,7 +204,7 @@ def _turn_steps(messages: list[dict[str, Any]], start: int, renderings: Renderin
             parts = [_written(renderings, "call", call_text(name, args), before,
                               json.dumps({"asks": "a tool", "tool": name, "arguments": args}))
                      for name, args in calls]
-            text = plain_text(m.get("content")).strip()
+            text = content_text(m.get("content")).strip()
             if not parts and text:
                 parts = [_written(renderings, "assistant", text, before,
                                   json.dumps({"asks": "a reply", "tool": NONE, "answer": text}))]
@@ -219,10 +213,10 @@ def _turn_steps(messages: list[dict[str, Any]], start: int, renderings: Renderin
         elif role == "tool":
             # The wrapper stays (every `<` of the output escaped); the reminder after it is the
             # system text's standing rule here, so it is not repeated for the model to echo.
-            result = plain_text(m.get("content")).split(_REMINDER, 1)[0].strip()
+            result = content_text(m.get("content")).split(_REMINDER, 1)[0].strip()
             out.append({"role": "user", "content": _RESULT.format(_cap(result, 1500))})
         elif role == "system":
-            out.append({"role": "user", "content": "Note: " + plain_text(m.get("content"))})
+            out.append({"role": "user", "content": "Note: " + content_text(m.get("content"))})
     return out
 
 
@@ -257,7 +251,6 @@ class Built:
     user_key: str | None = None  # the person's message, as keyed in Renderings
     user_rendered: str | None = None  # as the model read it
     after_user: str = ""  # the digest of the rendering up to and including it
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
@@ -296,16 +289,15 @@ def _build(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, n
     last = _last_user(messages)
     if not tools:
         # Plain text requests (the summary, memory's calls) keep their own instructions.
-        return Built([{"role": m.get("role", "user"), "content": plain_text(m.get("content"))} for m in messages])
+        return Built([{"role": m.get("role", "user"), "content": content_text(m.get("content"))} for m in messages])
     out: list[dict[str, str]] = [{"role": "system", "content": system_text(core)}]
     if last < 0:
         return Built(out + [{"role": "user", "content": _context(memory, summary, extra, now or time.time())}])
     out += examples(core)
     history, before = _history(messages, last, renderings)
     out += history
-    plain = plain_text(messages[last].get("content"))
-    earlier = [plain_text(m.get("content")) for m in messages[:last] if m.get("role") == "user"]
-    memory = relevant_memory(memory, " ".join([plain, *earlier[-1:]]))
+    plain = content_text(messages[last].get("content"))
+    memory = relevant_memory(memory, " ".join(filter(None, last_user_messages(messages))))
     user_key = transcript.key("user", plain, before)
     rendered = renderings.get(user_key) if renderings and reuse_current else None
     if rendered is None:
