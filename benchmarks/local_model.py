@@ -181,7 +181,8 @@ async def _choices(base: str, model: str, cases: list[tuple[str, set[str]]]) -> 
     return {"accuracy": round(right / len(cases), 3), "wrong": wrong, "seconds": seconds}
 
 
-def through_serve(model: str, turns: int, reply_gap: float = 0.0, settle: float = 20.0) -> dict:
+def through_serve(model: str, turns: int, reply_gap: float = 0.0, settle: float = 20.0,
+                  debug_prompts: str = "") -> dict:
     from tests.server_proc import ServerProcess
     from tests.sse import iter_events
 
@@ -192,7 +193,8 @@ def through_serve(model: str, turns: int, reply_gap: float = 0.0, settle: float 
     with tempfile.TemporaryDirectory() as home:
         server = ServerProcess(Path(home), {**{k: "" for k in drop}, "IRIIS_OWNER_KEYS": key,
                                             "IRIIS_LOCAL_MODEL": model, "IRIIS_MODELS_DIR": str(MODELS),
-                                            "IRIIS_PROVIDER_TIMEOUT": "120"}).start()
+                                            "IRIIS_PROVIDER_TIMEOUT": "120",
+                                            "IRIIS_LOCAL_DEBUG": debug_prompts}).start()
         client = httpx.Client(base_url=server.url, timeout=600, headers={"Authorization": f"Bearer {key}"})
         try:
             deadline = time.monotonic() + 600
@@ -255,6 +257,7 @@ async def main() -> None:
                         help="seconds between turns through the server (memory learns in them)")
     parser.add_argument("--settle", type=float, default=20.0,
                         help="seconds from the model being ready to the first turn (it reads its head then)")
+    parser.add_argument("--debug-prompts", default="", help="a file the server appends each step's prompt to")
     args = parser.parse_args()
     choice = choose(args.model, False)
     path = ensure_weights(choice, MODELS)
@@ -273,7 +276,7 @@ async def main() -> None:
         server.stop()
     print(json.dumps(out), file=sys.stderr, flush=True)  # the direct part, kept if serving fails
     if not args.skip_serve:
-        out.update(through_serve(choice.name, args.turns, args.reply_gap, args.settle))
+        out.update(through_serve(choice.name, args.turns, args.reply_gap, args.settle, args.debug_prompts))
     out["load_avg_1m_end"] = round(os.getloadavg()[0], 1)
     print(json.dumps(out))
 

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from actors.common.jsonish import find_object
+from actors.providers.local import chatml
 from actors.providers.local.adapter import LocalModelProvider
 from actors.providers.local.catalog import choose
 from actors.providers.local.learning import purpose
@@ -49,6 +50,16 @@ async def llama() -> AsyncIterator[LlamaServer]:
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient() as c:
         yield c
+
+
+def provider(llama: LlamaServer, client: httpx.AsyncClient) -> tuple[LocalModelProvider, LocalStatus]:
+    """The adapter on the test server, and the status it reads (kept, to check for errors)."""
+    status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url)
+
+    async def state() -> LocalStatus:
+        return status
+
+    return LocalModelProvider(state, client), status
 
 
 def calculator_only():
@@ -132,12 +143,7 @@ async def test_a_made_up_tool_written_as_markup_never_runs_or_shows(llama: Llama
 
 async def test_the_schema_router_turns_a_choice_into_a_real_tool_call(llama: LlamaServer,
                                                                       client: httpx.AsyncClient) -> None:
-    status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url)
-
-    async def state() -> LocalStatus:
-        return status
-
-    local = LocalModelProvider(state, client)
+    local, status = provider(llama, client)
     sent: list[dict[str, Any]] = []
 
     async def model(messages: list[dict[str, Any]], tools) -> AsyncIterator[Delta]:
@@ -154,12 +160,7 @@ async def test_the_schema_router_turns_a_choice_into_a_real_tool_call(llama: Lla
 
 
 async def test_the_learning_lane_returns_schema_json(llama: LlamaServer, client: httpx.AsyncClient) -> None:
-    status = LocalStatus(state="ready", model=SMOL, base_url=llama.base_url)
-
-    async def state() -> LocalStatus:
-        return status
-
-    learner = LocalModelProvider(state, client).learning()
+    learner = provider(llama, client)[0].learning()
     messages = [{"role": "system", "content": "Answer with ONE JSON object of observations about the owner."},
                 {"role": "user", "content": "Owner: my sister is called Ana.\nAssistant: Noted."}]
     with purpose("reflection"):
@@ -219,3 +220,31 @@ async def test_a_chat_turn_pauses_the_learning_server_and_the_learning_call_stil
     finally:
         learning_server.stop()
     assert not learning_server.running()
+
+
+async def test_a_prompt_rendered_here_is_the_prompt_the_server_renders(llama: LlamaServer,
+                                                                       client: httpx.AsyncClient) -> None:
+    """The same tokens through `/completions` (rendered by chatml.py) as through the chat
+    endpoint (rendered by the GGUF's own template): same count, same greedy continuation."""
+    messages = [{"role": "system", "content": "You answer in one short sentence."},
+                {"role": "user", "content": "What colour is the sky?"},
+                {"role": "assistant", "content": '"Blue."'},
+                {"role": "user", "content": "And grass?"}]
+    settings = {"model": SMOL, "max_tokens": 12, "temperature": 0.0}
+    chat = (await client.post(f"{llama.base_url}/chat/completions", timeout=60,
+                              json={**settings, "messages": messages})).json()
+    raw = (await client.post(f"{llama.base_url}/completions", timeout=60,
+                             json={**settings, "prompt": chatml.render(messages)})).json()
+    assert raw["usage"]["prompt_tokens"] == chat["usage"]["prompt_tokens"]
+    assert raw["choices"][0]["text"] == chat["choices"][0]["message"]["content"]
+
+
+async def test_an_answer_only_step_goes_on_with_no_grammar_from_its_first_token(
+        llama: LlamaServer, client: httpx.AsyncClient) -> None:
+    local, status = provider(llama, client)
+    deltas = [d async for d in local.stream(SMOL, [{"role": "user", "content": "Say hello to me."}],
+                                            builtin_toolbox().schemas(), 60)]
+    text = "".join(d.text for d in deltas if isinstance(d, TextDelta))
+    assert text.strip() and not text.lstrip().startswith(("{", '"')), text
+    assert isinstance(deltas[-1], StreamEnd) and deltas[-1].finish_reason in ("stop", "length")
+    assert not status.error

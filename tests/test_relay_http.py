@@ -284,10 +284,13 @@ async def test_lifecycle_expiring_read_only_purged_with_a_moved_clock(make_relay
     relay.clock.offset += 86400
     assert await relay.service.sweep() == {"expiring": 0, "purged": 1}
     assert not path.exists()
+    # The server keeps nothing for a purged session (its posting queue, handle and key).
+    assert uid not in relay.service._posting and uid not in relay.service._handles
     for reply in [await relay.read(), await relay.client.get(f"{relay.url}/files", headers=relay.auth),
                   await relay.post("x"), await relay.client.post(f"{relay.url}/terminate", headers=relay.auth),
                   await relay.client.get(f"{relay.url}/wait", headers=relay.auth)]:
         assert reply.status_code == 410 and error_code(reply) == "gone"
+    assert uid not in relay.service._posting
 
 
 async def test_terminate_then_purge_after_grace(make_relay) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -128,34 +129,16 @@ class OpenAICompatProvider:
         data = resp.json().get("data", [])
         return [m["id"] for m in data if isinstance(m, dict) and "id" in m]
 
-    async def stream(
-        self,
-        model: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        timeout: float = 30.0,
-        temperature: float | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> AsyncIterator[Delta]:
-        """Yield text deltas as they arrive, then any tool calls, then StreamEnd.
+    async def _events(self, path: str, body: dict[str, Any], model: str, timeout: float) -> AsyncIterator[dict[str, Any]]:
+        """POST a streaming request and yield each decoded `data:` chunk until `[DONE]`.
 
         `timeout` bounds the wait for the first byte and every gap between chunks, so a
         provider that hangs is detected without capping a long, steadily streaming answer.
-        `extra` adds request fields (`response_format`, `max_tokens`, ...).
         """
-        body: dict[str, Any] = {**(extra or {}), "model": model, "messages": wire_messages(messages),
-                                "stream": True}
-        if tools:
-            body["tools"] = tools
-        if temperature is not None:
-            body["temperature"] = temperature
         request_timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        calls = _ToolCallAccumulator()
-        finish: str | None = None
         try:
             async with self.client.stream(
-                "POST", f"{self.base_url}/chat/completions", json=body,
-                headers=self._headers(), timeout=request_timeout,
+                "POST", f"{self.base_url}{path}", json=body, headers=self._headers(), timeout=request_timeout,
             ) as resp:
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
@@ -175,17 +158,54 @@ class OpenAICompatProvider:
                         err = chunk["error"]
                         message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
                         raise ProviderError("server", f"stream error: {message[:200]}")
-                    for choice in chunk.get("choices", []):
-                        delta = choice.get("delta") or {}
-                        if delta.get("content"):
-                            yield TextDelta(text=delta["content"])
-                        for fragment in delta.get("tool_calls") or []:
-                            calls.add(fragment)
-                        finish = choice.get("finish_reason") or finish
+                    yield chunk
         except httpx.TimeoutException:
             raise ProviderError("timeout", f"{self.name}/{model} timed out after {timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise ProviderError("network", f"{self.name}: {type(exc).__name__}") from None
+
+    async def stream(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        timeout: float = 30.0,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> AsyncIterator[Delta]:
+        """Yield text deltas as they arrive, then any tool calls, then StreamEnd.
+        `extra` adds request fields (`response_format`, `max_tokens`, ...)."""
+        body: dict[str, Any] = {**(extra or {}), "model": model, "messages": wire_messages(messages),
+                                "stream": True}
+        if tools:
+            body["tools"] = tools
+        if temperature is not None:
+            body["temperature"] = temperature
+        calls = _ToolCallAccumulator()
+        finish: str | None = None
+        async with aclosing(self._events("/chat/completions", body, model, timeout)) as chunks:
+            async for chunk in chunks:
+                for choice in chunk.get("choices", []):
+                    delta = choice.get("delta") or {}
+                    if delta.get("content"):
+                        yield TextDelta(text=delta["content"])
+                    for fragment in delta.get("tool_calls") or []:
+                        calls.add(fragment)
+                    finish = choice.get("finish_reason") or finish
         for call in calls.finish():
             yield call
+        yield StreamEnd(finish_reason=finish, provider=self.name, model=model)
+
+    async def complete(self, model: str, prompt: str, timeout: float = 30.0,
+                       extra: dict[str, Any] | None = None) -> AsyncIterator[Delta]:
+        """A raw text completion (`/completions`), streamed: for a server whose prompt the
+        caller renders itself (a local model continuing text it was given)."""
+        body: dict[str, Any] = {**(extra or {}), "model": model, "prompt": prompt, "stream": True}
+        finish: str | None = None
+        async with aclosing(self._events("/completions", body, model, timeout)) as chunks:
+            async for chunk in chunks:
+                for choice in chunk.get("choices", []):
+                    if choice.get("text"):
+                        yield TextDelta(text=choice["text"])
+                    finish = choice.get("finish_reason") or finish
         yield StreamEnd(finish_reason=finish, provider=self.name, model=model)

@@ -26,6 +26,11 @@ class GroupCommit(Generic[I, R]):
         self._queue: list[tuple[I, asyncio.Future[R]]] = []
         self._drain_task: asyncio.Task[None] | None = None
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and no batch on its way."""
+        return self._drain_task is None and not self._queue
+
     async def submit(self, item: I) -> R:
         """The request's result once its batch has committed, or its exception raised."""
         loop = asyncio.get_running_loop()

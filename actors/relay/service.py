@@ -125,7 +125,12 @@ class RelayService:
                 replies = await self.call(uid, "post", posts)
                 return [RelayError.from_fault(r) if isinstance(r, RelayFault) else r for r in replies]
             posting = self._posting[uid] = GroupCommit(send)
-        return await posting.submit(Post(message=message, metadata=metadata, now=self.now()))
+        try:
+            return await posting.submit(Post(message=message, metadata=metadata, now=self.now()))
+        except RelayError as exc:
+            if exc.code == "gone":
+                self._forget(uid)
+            raise
 
     # -- the sweeper ----------------------------------------------------------------------
 
@@ -143,9 +148,19 @@ class RelayService:
                     result = Swept(phase="purged")
                 if result.phase == "purged":
                     done["purged"] += 1
+                    self._forget(state.uid)
                 else:
                     done["expiring"] += 1
         return done
+
+    def _forget(self, uid: str) -> None:
+        """A purged session's handle, key and posting queue go too (an idle queue only: a
+        post still on its way gets its answer, `gone`, from the actor)."""
+        self._handles.pop(uid, None)
+        self._keys.pop(uid, None)
+        posting = self._posting.get(uid)
+        if posting is not None and posting.idle:
+            del self._posting[uid]
 
     async def _sweep_forever(self) -> None:
         while True:

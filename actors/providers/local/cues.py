@@ -20,7 +20,7 @@ from typing import Any
 
 from actors.common.text import word_set
 
-_NUMBER = r"(\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|" \
+_NUMBER = r"(\d|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|" \
           r"hundred|thousand|million|half|quarter|dozen)\b)"
 CUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) for name, pattern in {
     "calculate": _NUMBER + r"|%|\b(percent|plus|minus|times|multipl\w*|divid\w*|sum|total|average|squared?|"
@@ -39,6 +39,8 @@ _FOLLOW_UP = re.compile(r"^\s*(and|what about|how about|same|also|then|now|in|ok
 FOLLOW_UP_WORDS = 6
 # Words of a tool's name that say nothing about what it is for.
 _GENERIC = word_set("make get set read list add run new use file tool more")
+# Words a description shares with everyday questions ("in one sentence"): no sign of the tool.
+_PLAIN = word_set("one sentence plain word words give always say saying does question answer")
 
 
 def _name(tool: dict[str, Any]) -> str:
@@ -59,7 +61,7 @@ def named(tool: dict[str, Any], message: str) -> bool:
     parts = {w for w in word_set(_name(tool).replace("_", " ")) if w not in _GENERIC}
     if said & parts:
         return True
-    return len(said & word_set(str((tool.get("function") or {}).get("description", "")))) >= 2
+    return len((said - _PLAIN) & word_set(str((tool.get("function") or {}).get("description", "")))) >= 2
 
 
 def gate(tools: list[dict[str, Any]], core: tuple[str, ...], message: str, previous: str = "") -> list[dict[str, Any]]:
