@@ -20,6 +20,8 @@ from actors.common.provenance import (
 )
 from actors.common.toolspec import ToolSpec
 from actors.common.untrusted import wrap_content
+from actors.devices.people import add_person
+from actors.devices.repository import claim_conversation
 from actors.memory import jobs
 from actors.memory.model import MindItem
 from actors.memory.outside import guard_reflection, looks_like_instruction
@@ -209,6 +211,33 @@ async def test_prepare_wraps_the_attachment_and_names_it(store: Store) -> None:
     assert content.count('<untrusted_content untrusted="true" from="file:') == 1
     assert content.count("</attachment>") == 1 and "<tool_call>" not in content
     assert "Reminder:" in content
+
+
+async def test_memory_goes_into_the_owners_turns_only_and_its_use_is_marked_later(store: Store) -> None:
+    item, _ = await remember(store, "fact", "The owner's sister is called Ana")
+
+    async def no_encoder() -> None:
+        return None
+
+    async def turn(session_id: str, later) -> str:
+        core = SessionCore(session_id)
+        core.create()
+        core.add("user", "what is my sister called?")
+        request, _ = await turns.prepare(store, core, TurnLog("t1"), "what is my sister called?", True, no_encoder,
+                                         later=later)
+        return str(request.messages[0].content)
+
+    handed: list[Any] = []
+    assert "Ana" in await turn("mem-owner", handed.append)
+    # The counter waits for the caller to run it, off the path to the first sentence.
+    assert len(handed) == 1 and [i.uses for i in await list_items(store) if i.id == item.id] == [0]
+    await handed[0]
+    assert [i.uses for i in await list_items(store) if i.id == item.id] == [1]
+    # Another person's conversation neither sees the owner's memory nor marks it used.
+    guest = await add_person(store, "guest@example.com", "member", "a long guest password")
+    await claim_conversation(store, "mem-guest", guest.id, None)
+    handed.clear()
+    assert "Ana" not in await turn("mem-guest", handed.append) and handed == []
 
 
 async def test_a_summary_folded_from_outside_content_stays_marked(store: Store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from typing import NamedTuple
 
 import sqlalchemy as sa
 
@@ -92,10 +93,18 @@ async def memory_block(store: Store, query: str, now: float | None = None,
     return (await memory_context(store, query, now, session_id, encoder))[0]
 
 
-async def memory_context(store: Store, query: str, now: float | None = None,
-                         session_id: str | None = None, encoder: Encoder | None = None) -> tuple[str, list[int]]:
-    """The memory block, and the ids of the selected items learned from outside content:
-    a turn whose prompt holds one of those has read untrusted content (`memory:<id>`)."""
+class MemoryChoice(NamedTuple):
+    """What a prompt's memory block holds: the text, the ids learned from outside content (a
+    turn whose prompt holds one has read untrusted content, `memory:<id>`), and every id used."""
+
+    block: str
+    outside: list[int]
+    used: list[int]
+
+
+async def choose_memory(store: Store, query: str, now: float | None = None,
+                        encoder: Encoder | None = None) -> MemoryChoice:
+    """The memory block for this query, with nothing written (see `mark_used`)."""
     now = now or time.time()
     # Every active item, kept current in this process by one small read (`live`), and one read
     # for both records: this runs before every model call.
@@ -105,15 +114,24 @@ async def memory_context(store: Store, query: str, now: float | None = None,
             sa.select(schema.kv.c.key, schema.kv.c.value).where(schema.kv.c.key.in_([MOOD_KV, PERSONA_KV]))
         )).all())
     if not items and not rows:
-        return "", []
+        return MemoryChoice("", [], [])
     # The paraphrase term, when a sentence encoder is available; None keeps it lexical.
     similarities = await similarities_for(store, items, query, encoder) if encoder is not None else None
     selection = select(items, query, now, similarities=similarities, index=index)
     block = render_memory_block(selection, Persona(**rows[PERSONA_KV]) if rows.get(PERSONA_KV) else None,
                                 Mood(**rows[MOOD_KV]) if rows.get(MOOD_KV) else None, now)
-    if selection.ids:
-        await mark_used(store, selection.ids, now, query, session_id)
-    return block, [i.id for i in outside_items(selection)]
+    return MemoryChoice(block, [i.id for i in outside_items(selection)], list(selection.ids))
+
+
+async def memory_context(store: Store, query: str, now: float | None = None,
+                         session_id: str | None = None, encoder: Encoder | None = None) -> tuple[str, list[int]]:
+    """The memory block and its ids learned from outside content; what it selected is marked
+    used before this returns."""
+    now = now or time.time()
+    chosen = await choose_memory(store, query, now, encoder)
+    if chosen.used:
+        await mark_used(store, chosen.used, now, query, session_id)
+    return chosen.block, chosen.outside
 
 
 async def mark_used(store: Store, ids: list[int], now: float, query: str = "",

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from actors.common.trace import mark
 from actors.providers.types import Delta, ProviderError, StreamEnd, TextDelta, ToolCall
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ class OpenAICompatProvider:
         provider that hangs is detected without capping a long, steadily streaming answer.
         """
         request_timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        mark("provider.request")
+        first = True
         try:
             async with self.client.stream(
                 "POST", f"{self.base_url}{path}", json=body, headers=self._headers(), timeout=request_timeout,
@@ -158,6 +161,9 @@ class OpenAICompatProvider:
                         err = chunk["error"]
                         message = err.get("message", str(err)) if isinstance(err, dict) else str(err)
                         raise ProviderError("server", f"stream error: {message[:200]}")
+                    if first:
+                        mark("provider.first")
+                        first = False
                     yield chunk
         except httpx.TimeoutException:
             raise ProviderError("timeout", f"{self.name}/{model} timed out after {timeout:g}s") from None

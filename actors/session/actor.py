@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from actors.common.errors import ErrorInfo
 from actors.common.idle import IdleWatch
 from actors.common.names import NAMESPACE, SESSIONS, find_actor, find_actor_async
+from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.errors import report
 from actors.logmask import install_log_masking
@@ -197,6 +198,7 @@ class SessionActor:
 
         `sources` names what the message came from when it is not the owner's words
         (`relay:<uid> from <name>`, `camera:ocr`, `task:<id>`): the turn is tainted from its start."""
+        mark("session.in", self.core.session_id)
         if not self._loaded and not await self.open():
             raise SessionNotFound(self.core.session_id)
         turn = self.desk.open(background)
@@ -265,9 +267,12 @@ class SessionActor:
         # the turn's end waits for that write (DurableTurns.settle), so nothing reaches `done`
         # unwritten.
         self.durable.begin(turn)
+        mark("session.begun", self.core.session_id)
         request, person = await turns.prepare(self.store, self.core, turn, message, attended, shared_encoder,
                                               session=ray.get_runtime_context().current_actor, sources=sources,
-                                              work_only=work_only)
+                                              work_only=work_only,
+                                              later=lambda work: self._background(work, "memory_use"))
+        mark("session.prepared", self.core.session_id)
         # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
         async with aclosing(self._agent_events(request)) as events:
             await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID)
@@ -278,6 +283,8 @@ class SessionActor:
         complete = False
         try:
             async for event in stream:
+                if event.type == "sentence":
+                    mark("session.sentence", self.core.session_id)
                 yield event
             complete = True
         finally:

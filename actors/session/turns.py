@@ -8,6 +8,7 @@ directly through `tests/actor_harness.py`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ from actors.common.attachments import expand_message
 from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance, untrusted
 from actors.devices.people import OWNER_ID
 from actors.devices.repository import conversation_person
-from actors.memory.repository import memory_context
+from actors.memory.repository import choose_memory, mark_used
 from actors.session.confirmations import ConfirmationBook
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import (
@@ -111,7 +112,8 @@ class TurnDesk:
 
 async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, attended: bool,
                   encoder: Callable[[], Awaitable[Any]], session: Any = None,
-                  sources: list[str] | None = None, work_only: bool = False) -> tuple[TurnRequest, int]:
+                  sources: list[str] | None = None, work_only: bool = False,
+                  later: Callable[[Awaitable[Any]], None] | None = None) -> tuple[TurnRequest, int]:
     """The AgentLoop's request for this turn, and whose turn it is. The user's message is
     already in `core`'s history; `session` is the handle the AgentLoop asks confirmations of.
 
@@ -120,11 +122,22 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
     `sources`: what a caller says the message itself came from, such as `relay:<uid> from
     <name>` for a relay wake-up, `camera:ocr` for the camera hand-off or `task:<id>` for a
     scheduled task's run). Only untrusted sources may be named that way: a caller cannot make
-    a message more trusted than the owner's own words."""
-    person, device = await conversation_person(store, core.session_id)
+    a message more trusted than the owner's own words.
+
+    Whose conversation it is and what memory offers are read at once (the choice is dropped
+    unless the owner's); marking the chosen items used is handed to `later` when given (a
+    counter and a log line, off the path to the first sentence)."""
+    now = time.time()
+    (person, device), chosen = await asyncio.gather(
+        conversation_person(store, core.session_id), choose_memory(store, message, now, encoder=await encoder()))
     # Memory is the owner's: other people's conversations neither see nor feed it.
-    memory, outside = (await memory_context(store, message, session_id=core.session_id, encoder=await encoder())
-                       if person == OWNER_ID else ("", []))
+    memory, outside = (chosen.block, chosen.outside) if person == OWNER_ID else ("", [])
+    if person == OWNER_ID and chosen.used:
+        marking = mark_used(store, chosen.used, now, message, core.session_id)
+        if later is None:
+            await marking
+        else:
+            later(marking)
     messages = core.prompt(system_prompt() + (f"\n\n{memory}" if memory else ""))
     # Items learned from outside content are quoted in the block; reading them taints the turn.
     messages[0].provenance = [SYSTEM_TEXT, *(Provenance.memory(i) for i in outside)]

@@ -19,6 +19,7 @@ from ray import serve
 from ray.exceptions import RayActorError
 
 from actors.common.restart import through_restart
+from actors.common.trace import mark
 from actors.devices.turns import private_device_audit, turn_scope
 from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
@@ -206,14 +207,18 @@ class AgentLoop:
         """One turn's typed events: sentences, tools, then a `TurnResult` (or a `TurnError`)."""
         # The model's plain messages; what the typed ones said was not the owner's words stays
         # with the turn (the taint rule keys on it).
+        mark("loop.in", request.session_id)
         messages: list[Any] = list(request.messages)
         sources = to_wire(messages)
         try:
             scope = (request.scope.model_dump() if request.scope
                      else await turn_scope(self.store, request.session_id))
             toolbox = await self._turn_toolbox(messages, scope, request.work_only)
+            mark("loop.tools", request.session_id)
             async for event in run_turn(self._model(True), messages, toolbox, request.max_steps,
                                         private_device_audit(self._context(request, sources), toolbox)):
+                if event.type == "sentence":
+                    mark("loop.sentence", request.session_id)
                 yield event
         except AllProvidersFailed as exc:
             yield _error("provider_unavailable",

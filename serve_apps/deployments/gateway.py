@@ -20,6 +20,7 @@ from ray import serve
 from ray.exceptions import RayActorError
 from starlette.routing import Route
 
+from actors.common.trace import mark
 from actors.devices.privacy import event_for_reader
 from actors.errors import report
 from actors.logmask import install_log_masking
@@ -186,6 +187,8 @@ class Gateway:
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))
                         continue
                     finished = event.type in ENDS_TURN
+                    if event.type == "sentence":
+                        mark("gateway.sentence", session_id)
                     yield sse(event_for_reader(event, reader_is_person))
             except (RayActorError, SessionNotFound) as exc:
                 report("gateway.chat", exc, path="/v1/chat", request={"session": session_id})

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from actors.common.provenance import untrusted
+from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import for_reader
 from actors.devices.repository import conversation_person
@@ -83,7 +84,9 @@ async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person:
 @router.post("/v1/chat")
 async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     session_id = body.session_id or new_id()
+    mark("gateway.in", session_id)
     handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check)
+    mark("gateway.session", session_id)
     events = handle.chat.options(num_returns="streaming").remote(
         body.message, background=body.background, attended=body.confirmations,
         sources=[str(p) for p in untrusted(body.sources)] or None)
