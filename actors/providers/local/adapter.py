@@ -263,7 +263,7 @@ class LocalModelProvider:
                                                    extra={"max_tokens": 1, "temperature": 0.0})) as deltas:
                     async for _delta in deltas:
                         pass
-            except (ProviderError, httpx.HTTPError) as exc:
+            except Exception as exc:  # noqa: BLE001 - best effort (a closed client, a stopped server)
                 log.info("local model read-ahead skipped: %s", exc)
 
         self.lanes.ahead = asyncio.get_running_loop().create_task(run())

@@ -27,7 +27,7 @@ CUES: dict[str, re.Pattern[str]] = {name: re.compile(pattern, re.IGNORECASE) for
                            r"root|power|calculat\w*|comput\w*|convert|split|how much)\b",
     "current_time": r"\b(time|clock|o'clock|date|day of the week|what day|which day|today's|"
                     r"morning|afternoon|evening|midnight|noon)\b",
-    "date_add": r"\b(date|days?|weeks?|months?|years?|fortnight|tomorrow|yesterday|from (now|today)|"
+    "date_add": r"\b(days|weeks?|months?|years?|fortnight|tomorrow|yesterday|from (now|today)|"
                 r"later|ago|after|before|until|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
     "remember": r"\b(remember|memori[sz]e|note|keep in mind|don'?t forget|do not forget|save|store)\b",
     "recall": r"\b(remember|recall|remind me what|know about|told you|tell you|what do you know|"
