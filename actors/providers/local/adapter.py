@@ -222,10 +222,13 @@ class LocalModelProvider:
             with open(os.environ["IRIIS_LOCAL_DEBUG"], "a") as f:
                 f.write(json.dumps({"prompt": prompt, "allowed": [choosing.tool_name(t) for t in allowed],
                                     "at": time.time()}) + "\n")
+        # The prompt as text, for a model whose template is ChatML (rendered once, for the step
+        # and for the read-ahead after it); None: the server renders it.
+        rendered = chatml.render(prompt) if renders_chatml(model) and chatml.renderable(prompt) else None
         reader = choosing.ChoiceStream()
         end: StreamEnd | None = None
         said: list[str] = []
-        async with aclosing(self._step(inner, model, prompt, allowed, asks, timeout)) as deltas:
+        async with aclosing(self._step(inner, model, prompt, rendered, allowed, asks, timeout)) as deltas:
             async for delta in deltas:
                 if isinstance(delta, TextDelta):
                     text = reader.feed(delta.text)
@@ -238,20 +241,17 @@ class LocalModelProvider:
                     end = delta
         call = reader.finish({choosing.tool_name(t) for t in allowed})
         self._remember(model, built, reader.raw, call, "".join(said))
-        if call is None and (reader.done or (end is not None and end.finish_reason == "stop")):
-            self._read_ahead(inner, model, prompt, reader.raw)
+        if rendered is not None and call is None and (reader.done or (end is not None and end.finish_reason == "stop")):
+            self._read_ahead(inner, model, rendered + reader.raw + chatml.NEXT_USER)
         if call is not None:
             yield ToolCall(id=f"local_{rounds}_{call.name}", name=call.name, arguments=call.arguments)
         yield StreamEnd(finish_reason="tool_calls" if call else (end.finish_reason if end else "stop"),
                         provider="local", model=model)
 
-    def _read_ahead(self, inner: OpenAICompatProvider, model: str, prompt: list[dict[str, str]], raw: str) -> None:
+    def _read_ahead(self, inner: OpenAICompatProvider, model: str, text: str) -> None:
         """Once a reply is written, have the server read what every next turn starts with (the
-        reply's end and the opening of the person's message) while the person reads and answers:
-        a continued turn then reads only the message itself, at ~30 ms a token here."""
-        if not (renders_chatml(model) and chatml.renderable(prompt)):
-            return
-        text = chatml.render(prompt) + raw + chatml.NEXT_USER
+        reply's end and the opening of the person's message, `text`) while the person reads and
+        answers: a continued turn then reads only the message itself, at ~30 ms a token here."""
         generation = self.lanes.generation
 
         async def run() -> None:
@@ -268,12 +268,12 @@ class LocalModelProvider:
 
         self.lanes.ahead = asyncio.get_running_loop().create_task(run())
 
-    def _step(self, inner: OpenAICompatProvider, model: str, prompt: list[dict[str, str]],
+    def _step(self, inner: OpenAICompatProvider, model: str, prompt: list[dict[str, str]], rendered: str | None,
               allowed: list[dict[str, Any]], asks: bool, timeout: float) -> AsyncIterator[Delta]:
         """The request for one step: held to the choice's JSON schema, or, with no tool to
         offer on a ChatML model, an answer whose grammar covers only its first token."""
-        if not allowed and renders_chatml(model) and chatml.renderable(prompt):
-            return self._answer(inner, model, chatml.render(prompt), timeout)
+        if not allowed and rendered is not None:
+            return self._answer(inner, model, rendered, timeout)
         schema = choosing.choice_schema(allowed, asks) if allowed else choosing.ANSWER_ONLY
         extra = {"response_format": {"type": "json_object", "schema": schema},
                  "max_tokens": ANSWER_TOKENS, "temperature": 0.0}

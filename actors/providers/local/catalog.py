@@ -32,8 +32,8 @@ class WeightSource(BaseModel):
     # never picks a tool at all, so it chooses straight away).
     asks: bool = True
     n_ctx: int = 4096
-    # Its chat template is plain ChatML (actors/providers/local/chatml.py): an answer-only step
-    # can then be begun with its opening quote and run with no grammar.
+    # Its chat template is plain ChatML (actors/providers/local/chatml.py): the adapter can then
+    # render prompts itself, so an answer-only step needs a grammar for its first token only.
     chatml: bool = True
 
 
