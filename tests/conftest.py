@@ -135,6 +135,10 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
         "IRIIS_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
+        # This server lives through the whole run and its tests open hundreds of conversations:
+        # with the default ten minutes, 60-70 idle actors (~105 MB and ~1% of a core each, Ray's
+        # own upkeep) pile up on 2 cores. An exited one is rebuilt from the store on next use.
+        "IRIIS_SESSION_IDLE_SECONDS": "60",
     }).start()
     subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
                    check=True, capture_output=True, text=True, timeout=60)
@@ -149,3 +153,44 @@ def client(server, model):
 
     with httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": f"Bearer {OWNER_KEY}"}) as c:
         yield c
+
+
+# The device servers' timers, short so their limits are reached in seconds.
+HELLO_S, CALL_S, EVENT_S, SILENCE_S, PING_S = 3.0, 3.0, 4.0, 6.0, 1.5
+# No MCP server at all: a paired device's tools must reach the agent without one.
+DEVICE_MCP_YAML = """
+servers:
+  builtin:
+    tools: {save_note: confirm}
+"""
+
+
+@pytest.fixture(scope="session")
+def device_server(scripted, tmp_path_factory) -> Iterator:
+    """One server, with short device timers, for the device modules (test_devices_agent, _desktop,
+    _protocol; the last of them stops it with its restart test)."""
+    import subprocess
+
+    from tests.server_proc import IRIIS, ServerProcess
+
+    home = tmp_path_factory.mktemp("home-devices")
+    (home / "mcp.yaml").write_text(DEVICE_MCP_YAML)
+    proc = ServerProcess(home, {
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
+        "DATABASE_URL": "",
+        "OPENAI_BASE_URL": scripted.base_url,
+        "OPENAI_API_KEY": "sk-scripted",
+        "IRIIS_CHAT_MODEL": "scripted-model",
+        "IRIIS_LEARNING_MODEL": "scripted-learner",
+        "IRIIS_OWNER_KEYS": OWNER_KEY,
+        "IRIIS_PROVIDER_TIMEOUT": "5",
+        "IRIIS_DEVICE_HELLO_SECONDS": str(HELLO_S),
+        "IRIIS_DEVICE_CALL_SECONDS": str(CALL_S),
+        "IRIIS_DEVICE_EVENT_SECONDS": str(EVENT_S),
+        "IRIIS_DEVICE_SILENCE_SECONDS": str(SILENCE_S),
+        "IRIIS_DEVICE_PING_SECONDS": str(PING_S),
+    }).start()
+    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
+                   check=True, capture_output=True, text=True, timeout=60)
+    yield proc
+    proc.stop()

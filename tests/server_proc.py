@@ -49,7 +49,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 180.0) -> "ServerProcess":
+    def start(self, timeout: float = 300.0) -> "ServerProcess":
         try:
             return self._start(timeout)
         except RuntimeError as exc:

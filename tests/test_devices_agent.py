@@ -1,6 +1,6 @@
 """Devices and the agent, through a real server: device tools in the person's turns, tiers,
-the untrusted wrapper, grants, the call limits, events to their person only, and a restart
-closing every device with 1001 (last: it stops this module's server)."""
+the untrusted wrapper, grants, the call limits and events to their person only (the restart
+that closes every device with 1001 is test_devices_protocol.py's last test)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import tests.scripted_openai as so
 from tests.conftest import OWNER_KEY, OWNER_PIN
 from tests.device_client import Device, connected, hello, pair, tool
 from tests.sse import LiveChat, iter_events
-from tests.test_devices_protocol import CALL_S, device_server  # noqa: F401 - the module's server
+from tests.conftest import CALL_S
 
 pytestmark = pytest.mark.e2e
 OWNER = {"Authorization": f"Bearer {OWNER_KEY}"}
@@ -472,14 +472,3 @@ async def test_a_person_reads_back_their_own_conversations_and_nobody_elses(devi
         assert (await client.get("/v1/me/sessions", headers=device_auth)).status_code == 403
         assert (await client.get(f"/v1/me/sessions/{theirs}/messages", headers=device_auth)).status_code == 403
         assert (await client.get("/v1/me/sessions")).status_code == 401
-
-
-async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
-    first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
-    second = pair(device_server.url, OWNER_KEY, OWNER_PIN)
-    a, _ = await connected(device_server.url, first["token"])
-    b, _ = await connected(device_server.url, second["token"])
-    stopping = asyncio.create_task(asyncio.to_thread(device_server.stop))
-    codes = await asyncio.gather(a.closed(timeout=60), b.closed(timeout=60))
-    await stopping
-    assert [c for c, _ in codes] == [1001, 1001]

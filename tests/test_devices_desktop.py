@@ -16,7 +16,6 @@ import tests.scripted_openai as so
 from tests.conftest import OWNER_KEY, OWNER_PIN
 from tests.sse import LiveChat
 from tests.test_devices_agent import OWNER, Stream, add_member, tool_message, wait_offered
-from tests.test_devices_protocol import device_server  # noqa: F401 - the module's server
 
 pytestmark = pytest.mark.e2e
 DEVICE = Path(sys.executable).parent / "iriis-device"
@@ -89,7 +88,7 @@ async def test_the_desktop_agent_end_to_end(device_server, model, tmp_path) -> N
         assert marker.read_text().strip() == "yes"
 
         # An event reaches the owner's stream and not another person's.
-        member = await add_member(device_server, "m3@example.com")
+        member = await add_member(device_server, "desk@example.com")
         mine, theirs = Stream(device_server.url, OWNER), Stream(device_server.url, member)
         subprocess.run([*base, "notify", "Backup finished", "All 3 folders copied."], check=True, timeout=30)
 

@@ -12,55 +12,18 @@ import base64
 import json
 import re
 import sqlite3
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import OWNER_KEY, OWNER_PIN
+from tests.conftest import HELLO_S, OWNER_KEY, OWNER_PIN, PING_S, SILENCE_S
 from tests.device_client import connected, hello, open_device, pair, tool
 
 pytestmark = pytest.mark.e2e
 
-HELLO_S, CALL_S, EVENT_S, SILENCE_S, PING_S = 3.0, 3.0, 4.0, 4.0, 1.5
 MB = 1_048_576
-# No MCP server at all: a paired device's tools must reach the agent without one.
-MCP_YAML = """
-servers:
-  builtin:
-    tools: {save_note: confirm}
-"""
-
-
-@pytest.fixture(scope="module")
-def device_server(scripted, tmp_path_factory) -> Iterator:
-    """One server for this module (and test_devices_agent.py's own), with short device timers."""
-    from tests.server_proc import IRIIS, ServerProcess
-
-    home = tmp_path_factory.mktemp("home-devices")
-    (home / "mcp.yaml").write_text(MCP_YAML)
-    proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
-        "DATABASE_URL": "",
-        "OPENAI_BASE_URL": scripted.base_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model",
-        "IRIIS_LEARNING_MODEL": "scripted-learner",
-        "IRIIS_OWNER_KEYS": OWNER_KEY,
-        "IRIIS_PROVIDER_TIMEOUT": "5",
-        "IRIIS_DEVICE_HELLO_SECONDS": str(HELLO_S),
-        "IRIIS_DEVICE_CALL_SECONDS": str(CALL_S),
-        "IRIIS_DEVICE_EVENT_SECONDS": str(EVENT_S),
-        "IRIIS_DEVICE_SILENCE_SECONDS": str(SILENCE_S),
-        "IRIIS_DEVICE_PING_SECONDS": str(PING_S),
-    }).start()
-    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
-                   check=True, capture_output=True, text=True, timeout=60)
-    yield proc
-    proc.stop()
 
 
 def db(server) -> sqlite3.Connection:
@@ -373,3 +336,17 @@ async def test_unknown_frames_and_bad_json_get_error_frames_without_closing(devi
     await device.send({"type": "ping"})
     assert (await device.recv_type("pong"))["type"] == "pong"
     await device.close()
+
+
+# -- last of the device modules: it stops the shared device server -----------------------------
+
+
+async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
+    first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
+    second = pair(device_server.url, OWNER_KEY, OWNER_PIN)
+    a, _ = await connected(device_server.url, first["token"])
+    b, _ = await connected(device_server.url, second["token"])
+    stopping = asyncio.create_task(asyncio.to_thread(device_server.stop))
+    codes = await asyncio.gather(a.closed(timeout=60), b.closed(timeout=60))
+    await stopping
+    assert [c for c, _ in codes] == [1001, 1001]

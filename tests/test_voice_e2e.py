@@ -251,7 +251,9 @@ async def test_barge_in_after_the_reply_was_written_still_cuts_it(voice_server, 
 
 
 async def test_the_next_turn_knows_the_reply_was_cut(voice_server, model, speech) -> None:
-    model.enqueue(scripted_text("One moment please. " + " ".join(["more"] * 40), chunk_delay=0.15),
+    # A minute of writing, so the model is still at it when the person speaks over the reply
+    # even on a loaded machine (done then says cancelled; one written out is cut as it plays).
+    model.enqueue(scripted_text("One moment please. " + " ".join(["more"] * 400), chunk_delay=0.15),
                   scripted_text("Sure."))
     async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
         voice = VoiceClient(ws)
