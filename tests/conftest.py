@@ -114,9 +114,7 @@ servers:
 @pytest.fixture(scope="session")
 async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest.TempPathFactory):
     """The real `iriis serve` on PostgreSQL, talking to the scripted model over HTTP."""
-    import subprocess
-
-    from tests.server_proc import IRIIS, ServerProcess
+    from tests.server_proc import ServerProcess, set_pin
 
     home = tmp_path_factory.mktemp("home-pg")
     mcp = home / "mcp.yaml"
@@ -140,8 +138,7 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         # own upkeep) pile up on 2 cores. An exited one is rebuilt from the store on next use.
         "IRIIS_SESSION_IDLE_SECONDS": "60",
     }).start()
-    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
-                   check=True, capture_output=True, text=True, timeout=60)
+    set_pin(proc, OWNER_PIN)
     yield proc
     proc.stop()
 
@@ -169,28 +166,14 @@ servers:
 def device_server(scripted, tmp_path_factory) -> Iterator:
     """One server, with short device timers, for the device modules (test_devices_agent, _desktop,
     _protocol; the last of them stops it with its restart test)."""
-    import subprocess
-
-    from tests.server_proc import IRIIS, ServerProcess
+    from tests.server_proc import ServerProcess, scripted_env, set_pin
 
     home = tmp_path_factory.mktemp("home-devices")
-    (home / "mcp.yaml").write_text(DEVICE_MCP_YAML)
-    proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
-        "DATABASE_URL": "",
-        "OPENAI_BASE_URL": scripted.base_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model",
-        "IRIIS_LEARNING_MODEL": "scripted-learner",
-        "IRIIS_OWNER_KEYS": OWNER_KEY,
-        "IRIIS_PROVIDER_TIMEOUT": "5",
-        "IRIIS_DEVICE_HELLO_SECONDS": str(HELLO_S),
-        "IRIIS_DEVICE_CALL_SECONDS": str(CALL_S),
-        "IRIIS_DEVICE_EVENT_SECONDS": str(EVENT_S),
-        "IRIIS_DEVICE_SILENCE_SECONDS": str(SILENCE_S),
-        "IRIIS_DEVICE_PING_SECONDS": str(PING_S),
-    }).start()
-    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
-                   check=True, capture_output=True, text=True, timeout=60)
+    proc = ServerProcess(home, scripted_env(
+        home, scripted.base_url, OWNER_KEY, DEVICE_MCP_YAML,
+        IRIIS_DEVICE_HELLO_SECONDS=str(HELLO_S), IRIIS_DEVICE_CALL_SECONDS=str(CALL_S),
+        IRIIS_DEVICE_EVENT_SECONDS=str(EVENT_S), IRIIS_DEVICE_SILENCE_SECONDS=str(SILENCE_S),
+        IRIIS_DEVICE_PING_SECONDS=str(PING_S))).start()
+    set_pin(proc, OWNER_PIN)
     yield proc
     proc.stop()

@@ -111,3 +111,21 @@ class ServerProcess:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
+
+
+def scripted_env(home: Path, base_url: str, owner_key: str, mcp_yaml: str, **extra: str) -> dict[str, str]:
+    """The environment of a test server on SQLite in `home`, whose chat and learning models are
+    the scripted server at `base_url`, with `mcp_yaml` as its tool configuration."""
+    (home / "mcp.yaml").write_text(mcp_yaml)
+    return {
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"), "DATABASE_URL": "",
+        "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-scripted",
+        "IRIIS_CHAT_MODEL": "scripted-model", "IRIIS_LEARNING_MODEL": "scripted-learner",
+        "IRIIS_OWNER_KEYS": owner_key, "IRIIS_PROVIDER_TIMEOUT": "5", **extra,
+    }
+
+
+def set_pin(server: ServerProcess, pin: str) -> None:
+    """`iriis pin set` for the owner of a running test server, as its operator would."""
+    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{pin}\n", env=server.env,
+                   check=True, capture_output=True, text=True, timeout=60)

@@ -15,10 +15,9 @@ import httpx
 import pytest
 
 import tests.scripted_openai as so
-from tests.conftest import OWNER_KEY, OWNER_PIN
+from tests.conftest import CALL_S, OWNER_KEY, OWNER_PIN
 from tests.device_client import Device, connected, hello, pair, tool
 from tests.sse import LiveChat, iter_events
-from tests.conftest import CALL_S
 
 pytestmark = pytest.mark.e2e
 OWNER = {"Authorization": f"Bearer {OWNER_KEY}"}

@@ -7,7 +7,6 @@ Telegram messages become turns whose confirm-tier actions are declined."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -43,30 +42,15 @@ def fakes() -> Iterator[Recorder]:
 
 @pytest.fixture(scope="module")
 def calls_server(scripted, fakes: Recorder, tmp_path_factory) -> Iterator:
-    from tests.server_proc import IRIIS, ServerProcess
+    from tests.server_proc import ServerProcess, scripted_env, set_pin
 
     home = tmp_path_factory.mktemp("home-calls")
-    (home / "mcp.yaml").write_text(MCP_YAML)
-    proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
-        "DATABASE_URL": "",
-        "OPENAI_BASE_URL": scripted.base_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model",
-        "IRIIS_LEARNING_MODEL": "scripted-learner",
-        "IRIIS_OWNER_KEYS": KEY,
-        "IRIIS_PROVIDER_TIMEOUT": "5",
-        "IRIIS_NTFY_URL": fakes.url,
-        "IRIIS_NTFY_TOPIC": TOPIC,
-        "IRIIS_TELEGRAM_API": fakes.url,
-        "IRIIS_TELEGRAM_TOKEN": TOKEN,
-        "IRIIS_TELEGRAM_CHAT_ID": CHAT,
-        "IRIIS_PUBLIC_URL": "",
-        "IRIIS_CALLS_INTERVAL": "1",
-        "IRIIS_NOTIFY_INTERVAL": "1",
-    }).start()
-    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{PIN}\n", env=proc.env,
-                   check=True, capture_output=True, text=True, timeout=60)
+    proc = ServerProcess(home, scripted_env(
+        home, scripted.base_url, KEY, MCP_YAML,
+        IRIIS_NTFY_URL=fakes.url, IRIIS_NTFY_TOPIC=TOPIC, IRIIS_TELEGRAM_API=fakes.url,
+        IRIIS_TELEGRAM_TOKEN=TOKEN, IRIIS_TELEGRAM_CHAT_ID=CHAT, IRIIS_PUBLIC_URL="",
+        IRIIS_CALLS_INTERVAL="1", IRIIS_NOTIFY_INTERVAL="1")).start()
+    set_pin(proc, PIN)
     yield proc
     proc.stop()
 

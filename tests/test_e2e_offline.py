@@ -72,29 +72,28 @@ def test_fresh_install_answers_offline_and_survives_restarts(tmp_path: Path) -> 
     auth = {"Authorization": f"Bearer {key}"}
     try:
         assert second.printed_key() is None  # printed once, on first run only
-        with httpx.Client(base_url=second.url, timeout=60) as client:
-            msgs = client.get(f"/v1/sessions/{sid}/messages", headers=auth)
+        with httpx.Client(base_url=second.url, timeout=60, headers=auth) as client:
+            msgs = client.get(f"/v1/sessions/{sid}/messages")
             assert msgs.status_code == 200
             assert [m["role"] for m in msgs.json()["data"]] == ["user", "assistant", "user", "assistant"]
-            client.headers["Authorization"] = f"Bearer {key}"
             row = until(lambda: (r := local_row(client))["state"] == "failed" and r, timeout=120, every=0.5,
                         describe=lambda: str(local_row(client)))
             assert row["key"] == "local/qwen2.5-coder-1.5b"
             assert "refusing a corrupt model file" in row["status"] and row["status"].startswith("local model: failed")
             poem = chat(client, key, "Write a poem about rain", session_id=sid)[-1][1]["text"]
             assert "offline stand-in" in poem and "refusing a corrupt model file" in poem
-            before = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
+            before = client.get(f"/v1/sessions/{sid}/state").json()
             chat(client, key, "what is 2+2?", session_id=sid)
 
             def rebuilt() -> bool:
                 # Reading the state is activity too: look less often than idle (2 s) plus the
                 # 0.5 s check period, or the actor would never be idle long enough to exit.
                 time.sleep(IDLE_LOOK_EVERY)
-                state = client.get(f"/v1/sessions/{sid}/state", headers=auth).json()
+                state = client.get(f"/v1/sessions/{sid}/state").json()
                 return state["actor_started"] > before["actor_started"]
 
             assert until(rebuilt, timeout=60)  # exited while idle, rebuilt on the next read
-            msgs = client.get(f"/v1/sessions/{sid}/messages", headers=auth).json()["data"]
+            msgs = client.get(f"/v1/sessions/{sid}/messages").json()["data"]
             assert len(msgs) == 8 and msgs[-1]["content"].startswith("2+2 = 4")  # the stand-in's sums
     finally:
         assert second.stop(signal.SIGINT) == 0

@@ -1,6 +1,6 @@
 """The real `iriis serve` with no key at all: the local model answers (SmolLM2 here, for speed),
-tools go through the schema router, memory's reflection comes back as JSON it can read. (A model that cannot load, leaving the
-stand-in answering and saying why: tests/test_e2e_offline.py's restart.)"""
+tools go through the schema router, memory's reflection comes back as JSON it can read. A model
+that cannot load (the stand-in answering and saying why) is tested in test_e2e_offline.py."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,18 +81,12 @@ def bearer(token: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def voice_server(scripted, tmp_path_factory) -> Iterator[Any]:
     """A server with no hosted speech configured: the offline engines do it all."""
-    from tests.server_proc import IRIIS, ServerProcess
+    from tests.server_proc import ServerProcess, scripted_env, set_pin
 
     home = tmp_path_factory.mktemp("home-voice")
-    (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
-    proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"), "DATABASE_URL": "",
-        "OPENAI_BASE_URL": scripted.base_url, "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model", "IRIIS_LEARNING_MODEL": "scripted-learner",
-        "IRIIS_PROVIDERS": "", "IRIIS_OWNER_KEYS": OWNER_KEY, "IRIIS_PROVIDER_TIMEOUT": "10",
-    }).start()
-    subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{OWNER_PIN}\n", env=proc.env,
-                   check=True, capture_output=True, text=True, timeout=60)
+    proc = ServerProcess(home, scripted_env(home, scripted.base_url, OWNER_KEY, "servers:\n  builtin: {}\n",
+                                            IRIIS_PROVIDERS="", IRIIS_PROVIDER_TIMEOUT="10")).start()
+    set_pin(proc, OWNER_PIN)
     yield proc
     proc.stop()
 
