@@ -4,8 +4,8 @@ The scripted provider waits a fixed 200 ms before its first token; what we repor
 to the first sentence minus those 200 ms, over 50 turns (after 3 warm-up turns).
 
 With --trace, every process marks when the turn reaches it (actors/common/trace.py) and the
-line adds the p50 of each hop in milliseconds: client to gateway (the Serve proxy), the
-gateway's session lookup, the call into the session actor, the turn's set-up there (memory,
+line adds the p50 of each hop in milliseconds: client to gateway (the Serve proxy), FastAPI
+there (middleware, auth, the body), the gateway's session lookup, the call into the session actor, the turn's set-up there (memory,
 attachments), the call into the AgentLoop, its tool catalogue, until the provider request,
 the provider (its 200 ms included), the first sentence cut in the loop, and the way back
 through the session actor and the gateway to the client. Tracing writes a line per mark, so
@@ -37,8 +37,8 @@ KEY = "bench-owner-key"
 REPLY = "This is the first sentence. And here is a second one to follow it."
 
 
-STAGES = ("gateway.in", "gateway.session", "session.in", "session.begun", "session.prepared", "loop.in", "loop.tools",
-          "provider.request", "provider.first", "loop.sentence", "session.sentence", "gateway.sentence")
+STAGES = ("gateway.asgi", "gateway.in", "gateway.session", "session.in", "session.begun", "session.prepared",
+          "loop.in", "loop.tools", "provider.request", "provider.first", "loop.sentence", "session.sentence", "gateway.sentence")
 WINDOWS: list[tuple[float, float]] = []  # each measured turn's wall-clock start and first sentence
 
 

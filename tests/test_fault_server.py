@@ -87,6 +87,22 @@ def test_a_session_killed_between_turns_keeps_the_exchange_and_answers_the_next_
     assert len({m["id"] for m in rows}) == 4 and [m["seq"] for m in rows] == sorted({m["seq"] for m in rows})
 
 
+def test_a_message_sent_right_after_its_session_is_killed_is_answered_at_the_first_try(
+        client: httpx.Client, model, probe: Probe) -> None:
+    # The gateway sends a known conversation's turn straight to the actor it used last; this
+    # one is dead (restarting) when the message arrives, so the turn must be sent once more.
+    model.enqueue(so.text("Your bike is red."))
+    sid = ended_with(chat(client, OWNER_KEY, "Remember my bike is red."), "done")["session_id"]
+    probe.kill(sid, session=True)
+
+    model.enqueue(so.text("Red."))
+    events = chat(client, OWNER_KEY, "What colour is my bike?", session_id=sid)
+    assert ended_with(events, "done")["text"] == "Red."
+    assert [kind for kind, _ in events].count("session") == 1
+    assert [m["content"] for m in messages(client, sid)] == [
+        "Remember my bike is red.", "Your bike is red.", "What colour is my bike?", "Red."]
+
+
 def test_a_session_killed_mid_turn_ends_it_with_an_error_and_keeps_the_partial_reply(
         client: httpx.Client, model, server, probe: Probe) -> None:
     # One sentence at once, then a slow tail: the actor dies while the reply is being written.

@@ -51,6 +51,15 @@ def quiet_logs(verbose: bool) -> None:
             logging.getLogger(name).setLevel(logging.ERROR)
 
 
+# Serve runs a replica's own code, and a handle's router, on a second event loop in a thread of
+# their own by default. Every request then crosses threads (and the GIL) twice more: on a turn's
+# path (proxy, gateway, session actor, AgentLoop) that cost 5-10 ms. One loop per process is what
+# Serve's own throughput mode sets; our deployments keep blocking work off the loop (to_thread).
+# Set before Ray starts, so the raylet passes them to every worker; serve.yaml and cluster.yaml
+# set the same on a cluster.
+SERVE_ONE_LOOP = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0"}
+
+
 def hush_ray(verbose: bool) -> None:
     """Ray and Serve set their own loggers' levels when imported and started: quiet them again."""
     if verbose:
@@ -185,6 +194,8 @@ def serve_command(args: argparse.Namespace) -> int:
     learning = settings.learning_providers(dict(os.environ))
     vision = settings.vision_providers(dict(os.environ))
 
+    for name, value in SERVE_ONE_LOOP.items():
+        os.environ.setdefault(name, value)
     import ray
     from ray import serve
 

@@ -16,6 +16,7 @@ from ray.serve.exceptions import BackPressureError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from actors.common.trace import mark
 from serve_apps.http.errors import error_body
 
 EXEMPT = frozenset({"/healthz"})
@@ -59,6 +60,8 @@ class Backpressure:
         self.retry_after = retry_after
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("path") == "/v1/chat":
+            mark("gateway.asgi")  # the request left the Serve proxy (benchmarks/chat_overhead.py)
         if scope["type"] != "http" or scope.get("path") in EXEMPT:
             await self.app(scope, receive, send)
             return

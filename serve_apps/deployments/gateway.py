@@ -140,9 +140,14 @@ class Gateway:
 
     # -- the live conversations ---------------------------------------------------------
 
-    async def _session(self, session_id: str, create: bool, health_check: bool = False) -> Any:
+    async def _session(self, session_id: str, create: bool, health_check: bool = False,
+                       cached: bool = False) -> Any:
         """The live actor for a conversation, started (and rebuilt from the store) on demand.
-        With `health_check`, the conversation must be (or become) a health-check session."""
+        With `health_check`, the conversation must be (or become) a health-check session.
+        With `cached`, a handle used before is returned as it is (see GatewayContext.session)."""
+        if cached and not health_check and session_id in self._sessions:
+            self._sessions.move_to_end(session_id)
+            return self._sessions[session_id]
         if not create and session_id not in self._sessions:
             if await self.store.get_conversation(session_id) is None:
                 raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
@@ -175,15 +180,39 @@ class Gateway:
                     raise
         raise AssertionError("unreachable")
 
-    def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True) -> StreamingResponse:
+    async def _again(self, session_id: str, again: Any) -> Any:
+        """The cached actor failed the turn before it began (it exited while idle, or is
+        restarting after a death): the turn goes once more to the conversation's actor, found
+        the careful way (one restarting in place is waited for, a dead one replaced)."""
+        fresh = await self._session(session_id, create=False)
+        return fresh, again(fresh)
+
+    def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
+             again: Any = None) -> StreamingResponse:
+        async def turn_events():
+            nonlocal handle, events
+            try:
+                async for ref in events:
+                    yield await ref
+                return
+            except RayActorError:
+                if again is None or began:
+                    raise
+            handle, events = await self._again(session_id, again)
+            async for ref in events:
+                yield await ref
+
+        began = False
+
         async def stream():
+            nonlocal began
             turn_id = None
             finished = False
             try:
-                async for ref in events:
-                    event = await ref
+                async for event in turn_events():
                     if isinstance(event, TurnStarted):
                         turn_id = event.turn_id
+                        began = True
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))
                         continue
                     finished = event.type in ENDS_TURN
@@ -196,6 +225,10 @@ class Gateway:
                 finished = True
                 # Names the cause; the partial reply is in the store, marked interrupted.
                 yield sse(lost_turn(exc))
+            except ApiError as exc:
+                # Sending it again found no conversation (deleted meanwhile).
+                finished = True
+                yield sse(TurnError.of(exc.code, exc.message))
             finally:
                 if turn_id and not finished:
                     # The client left mid-turn: the actor decides (background goes on, else stop).

@@ -27,10 +27,12 @@ from serve_apps.http.errors import ApiError
 
 log = logging.getLogger(__name__)
 
-# (session_id, create, health_check) -> the live SessionActor handle
-OpenSession = Callable[[str, bool, bool], Awaitable[Any]]
-# (handle, session_id, events, reader_is_person) -> the turn as server-sent events
-StreamTurn = Callable[[Any, str, Any, bool], StreamingResponse]
+# (session_id, create, health_check, cached) -> the live SessionActor handle
+OpenSession = Callable[[str, bool, bool, bool], Awaitable[Any]]
+# handle -> that actor's turn events (a streaming call), to send a turn once more
+StartTurn = Callable[[Any], Any]
+# (handle, session_id, events, reader_is_person, again) -> the turn as server-sent events
+StreamTurn = Callable[[Any, str, Any, bool, "StartTurn | None"], StreamingResponse]
 
 
 class GatewayConfig(BaseModel):
@@ -120,14 +122,21 @@ class GatewayContext:
         if not self.owner_key(key):
             raise ApiError(401, "unauthorized", "Send the owner key as 'Authorization: Bearer <key>'.")
 
-    async def session(self, session_id: str, create: bool = False, health_check: bool = False) -> Any:
+    async def session(self, session_id: str, create: bool = False, health_check: bool = False,
+                      cached: bool = False) -> Any:
         """The live actor for a conversation, started (and rebuilt from the store) on demand.
-        Raises ApiError 404 `session_not_found` (unknown) or 422 (not a health check)."""
-        return await self._open_session(session_id, create, health_check)
+        Raises ApiError 404 `session_not_found` (unknown) or 422 (not a health check).
 
-    def stream(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True) -> StreamingResponse:
-        """A running turn's events as SSE, shaped for who is reading."""
-        return self._stream_turn(handle, session_id, events, reader_is_person)
+        With `cached`, a handle this replica used before comes back without asking the actor
+        first (one round trip less per turn); pass the turn's `again` to `stream` then, since
+        that actor may have exited since."""
+        return await self._open_session(session_id, create, health_check, cached)
+
+    def stream(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
+               again: StartTurn | None = None) -> StreamingResponse:
+        """A running turn's events as SSE, shaped for who is reading. With `again`, a turn whose
+        actor turns out gone before the turn began is sent once more to a fresh one."""
+        return self._stream_turn(handle, session_id, events, reader_is_person, again)
 
     async def flush_live_sessions(self) -> None:
         """Write every live session's buffer at once, so an export sees what was said a moment ago."""

@@ -85,12 +85,16 @@ async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person:
 async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     session_id = body.session_id or new_id()
     mark("gateway.in", session_id)
-    handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check)
+    handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check,
+                              cached=True)
     mark("gateway.session", session_id)
-    events = handle.chat.options(num_returns="streaming").remote(
-        body.message, background=body.background, attended=body.confirmations,
-        sources=[str(p) for p in untrusted(body.sources)] or None)
-    return gw.stream(handle, session_id, events)
+    sources = [str(p) for p in untrusted(body.sources)] or None
+
+    def start(actor: Any) -> Any:
+        return actor.chat.options(num_returns="streaming").remote(
+            body.message, background=body.background, attended=body.confirmations, sources=sources)
+
+    return gw.stream(handle, session_id, start(handle), again=start)
 
 
 @router.get("/v1/sessions/{session_id}/stream")
