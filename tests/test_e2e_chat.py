@@ -121,6 +121,17 @@ def test_missing_key_is_401_and_unknown_session_404(client) -> None:
     assert client.get("/v1/sessions/nosuchsession/messages", headers=AUTH).status_code == 404
 
 
+def test_a_deleted_conversation_answers_404_to_its_next_message(client, model) -> None:
+    # The gateway keeps the conversation's actor handle from the first turn; the delete ends
+    # that actor, and the next message must still be a plain 404, not a stream.
+    model.enqueue(so.text("Hello."))
+    sid = chat(client, OWNER_KEY, "Hi there.")[-1][1]["session_id"]
+    assert client.delete(f"/v1/sessions/{sid}", headers=AUTH).json() == {"id": sid, "deleted": True}
+    again = client.post("/v1/chat", json={"message": "Still there?", "session_id": sid}, headers=AUTH)
+    assert again.status_code == 404 and again.json()["error"]["code"] == "session_not_found"
+    assert client.get(f"/v1/sessions/{sid}/messages", headers=AUTH).status_code == 404
+
+
 def test_provider_failure_is_a_plain_error_event_and_loses_nothing(client, model) -> None:
     model.enqueue(so.status(400), so.status(400))
     events = chat(client, OWNER_KEY, "please remember this question")

@@ -171,9 +171,16 @@ async def test_a_device_actor_killed_comes_back_on_the_same_socket_and_its_tools
     answering = Answering(device, echo)
     name = f"device:{paired['device_id']}"
     before = await asyncio.to_thread(probe.kill, name)
-    await asyncio.to_thread(probe.restarted, name, before)
 
     async with httpx.AsyncClient(base_url=server.url, timeout=60, headers=AUTH) as client:
+        # Asked at once: the call reaches the actor while it restarts and its socket is being
+        # registered again, and waits for that instead of failing.
+        model.enqueue(so.tools(("files_stat", {"path": "/tmp/now"})), so.text("It is there now."))
+        reply = await client.post("/v1/ask", json={"message": "stat my device file now"},
+                                  headers={"Authorization": f"Bearer {paired['token']}"})
+        assert reply.status_code == 200 and reply.json()["reply"] == "It is there now."
+        assert answering.calls[-1]["args"] == {"path": "/tmp/now"}
+        await asyncio.to_thread(probe.restarted, name, before)
         # The socket was registered again: the device is online, and its tool is offered.
         async with asyncio.timeout(60):
             while not [d for d in (await client.get("/v1/me/devices")).json()["data"]
@@ -193,7 +200,7 @@ async def test_a_device_actor_killed_comes_back_on_the_same_socket_and_its_tools
         assert reply.status_code == 200 and reply.json()["reply"] == "It is there."
         assert answering.calls[-1]["tool"] == "files_stat"
         rows = [e for e in (await client.get("/v1/audit")).json()["data"] if e["tool"] == "files_stat"]
-        assert len(rows) == 1
+        assert len(rows) == 2
     # The device never saw a close: its socket is the one it opened before the kill.
     assert not [f for f in answering.frames if f.get("type") == "error"]
     await answering.stop()

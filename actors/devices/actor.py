@@ -9,8 +9,9 @@ device is connected.
 
 Killed (or its node lost), the actor restarts in place (`max_restarts`): the replica whose
 socket it served registers that connection again with the hello it holds, which rebuilds the
-state (catalogue, event bus) from the store and the hello. Calls in flight at the death fail.
-A restarted actor that nobody registers with within RESTART_GRACE exits.
+state (catalogue, event bus) from the store and the hello. Calls in flight at the death fail;
+a call that arrives before the socket is registered again waits for it (REJOIN_WAIT). A
+restarted actor that nobody registers with within RESTART_GRACE exits.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ QUEUE_FRAMES = 64
 EXIT_GRACE = 5.0
 # A restarted actor whose socket is gone too (its replica died with it) does not linger.
 RESTART_GRACE = 30.0
+# A call that reaches a restarted actor before its socket is registered again waits this long
+# for it (the catalogue still offers the device's tools meanwhile).
+REJOIN_WAIT = 10.0
 
 
 Outbound = CallFrame | PushedEvent | Close
@@ -72,7 +76,10 @@ class DeviceActor:
         self.hello: Hello | None = None
         self.device: repo.Device | None = None
         self._exit: asyncio.Task[None] | None = None
+        # Set by the first connection after a restart (see `call`).
+        self._rejoined: asyncio.Event | None = None
         if ray.get_runtime_context().was_current_actor_reconstructed:
+            self._rejoined = asyncio.Event()
             # No event loop runs yet in __init__: a timer thread checks that somebody came back.
             timer = threading.Timer(RESTART_GRACE, self._exit_if_orphaned)
             timer.daemon = True
@@ -100,7 +107,10 @@ class DeviceActor:
         self.conn = _Conn(conn_id)
         self.conns[conn_id] = self.conn
         self.device = repo.Device(**device)
-        return await self._apply_hello(hello)
+        welcome_frame = await self._apply_hello(hello)
+        if self._rejoined is not None:
+            self._rejoined.set()
+        return welcome_frame
 
     async def rehello(self, conn_id: str, hello: Hello) -> Welcome | None:
         if self.conn is None or self.conn.id != conn_id:
@@ -211,6 +221,12 @@ class DeviceActor:
     # -- calls from the agent -------------------------------------------------------------------
 
     async def call(self, tool: str, arguments: dict[str, Any], here: bool) -> CallReply:
+        if self.conn is None and self._rejoined is not None and not self._rejoined.is_set():
+            # Restarted after a death: the replica is registering the same socket again.
+            try:
+                await asyncio.wait_for(self._rejoined.wait(), REJOIN_WAIT)
+            except asyncio.TimeoutError:
+                pass
         conn = self.conn
         refused = refuse_call(self.hello, conn is not None, tool)
         if refused is not None:

@@ -102,7 +102,7 @@ class Gateway:
         self._sessions: OrderedDict[str, Any] = OrderedDict()
         self.context = GatewayContext(store=self.store, hashes=self.hashes, config=config, agent=agent,
                                       perception=perception, open_session=self._session,
-                                      stream_turn=self._sse)
+                                      stream_turn=self._sse, begin_turn=self._turn)
         # Route modules (APIRouter, one resource each) find this replica through app.state.
         app.state.gateway = self.context
         app.mount("/static", StaticFiles(directory=self.context.web_dir), name="static")
@@ -180,39 +180,41 @@ class Gateway:
                     raise
         raise AssertionError("unreachable")
 
-    async def _again(self, session_id: str, again: Any) -> Any:
-        """The cached actor failed the turn before it began (it exited while idle, or is
-        restarting after a death): the turn goes once more to the conversation's actor, found
-        the careful way (one restarting in place is waited for, a dead one replaced)."""
-        fresh = await self._session(session_id, create=False)
-        return fresh, again(fresh)
+    async def _turn(self, session_id: str, handle: Any, start: Any) -> tuple[Any, Any, Any]:
+        """Start a turn on a cached handle and wait for its first event (the turn's id, sent at
+        once), before any response is sent. If that actor has gone (it exited while idle, or is
+        restarting after a death) the turn never began there: it goes once more to the actor
+        found the careful way (a restart in place is waited for, a dead actor replaced), and a
+        conversation deleted meanwhile is still a plain 404. Returns (handle, events, first)."""
+        for attempt in range(2):
+            events = start(handle)
+            try:
+                return handle, events, await (await events.__anext__())
+            except SessionNotFound:
+                self._sessions.pop(session_id, None)
+                raise ApiError(404, "session_not_found", f"No session {session_id!r}.") from None
+            except RayActorError as exc:
+                if attempt:
+                    raise ApiError(503, "session_unavailable", lost_turn(exc).error.message,
+                                   headers={"Retry-After": "2"}) from None
+                handle = await self._session(session_id, create=False)
+        raise AssertionError("unreachable")
 
     def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
-             again: Any = None) -> StreamingResponse:
+             first: Any = None) -> StreamingResponse:
         async def turn_events():
-            nonlocal handle, events
-            try:
-                async for ref in events:
-                    yield await ref
-                return
-            except RayActorError:
-                if again is None or began:
-                    raise
-            handle, events = await self._again(session_id, again)
+            if first is not None:
+                yield first
             async for ref in events:
                 yield await ref
 
-        began = False
-
         async def stream():
-            nonlocal began
             turn_id = None
             finished = False
             try:
                 async for event in turn_events():
                     if isinstance(event, TurnStarted):
                         turn_id = event.turn_id
-                        began = True
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))
                         continue
                     finished = event.type in ENDS_TURN
@@ -225,10 +227,6 @@ class Gateway:
                 finished = True
                 # Names the cause; the partial reply is in the store, marked interrupted.
                 yield sse(lost_turn(exc))
-            except ApiError as exc:
-                # Sending it again found no conversation (deleted meanwhile).
-                finished = True
-                yield sse(TurnError.of(exc.code, exc.message))
             finally:
                 if turn_id and not finished:
                     # The client left mid-turn: the actor decides (background goes on, else stop).

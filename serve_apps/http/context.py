@@ -29,10 +29,12 @@ log = logging.getLogger(__name__)
 
 # (session_id, create, health_check, cached) -> the live SessionActor handle
 OpenSession = Callable[[str, bool, bool, bool], Awaitable[Any]]
-# handle -> that actor's turn events (a streaming call), to send a turn once more
+# handle -> that actor's turn events (a streaming call)
 StartTurn = Callable[[Any], Any]
-# (handle, session_id, events, reader_is_person, again) -> the turn as server-sent events
-StreamTurn = Callable[[Any, str, Any, bool, "StartTurn | None"], StreamingResponse]
+# (session_id, handle, start) -> (handle, events, first event), the turn begun
+BeginTurn = Callable[[str, Any, StartTurn], Awaitable[tuple[Any, Any, Any]]]
+# (handle, session_id, events, reader_is_person, first) -> the turn as server-sent events
+StreamTurn = Callable[[Any, str, Any, bool, Any], StreamingResponse]
 
 
 class GatewayConfig(BaseModel):
@@ -50,7 +52,8 @@ class GatewayContext:
     """One per Gateway replica, on `app.state.gateway`; reached through `deps.GatewayDep`."""
 
     def __init__(self, *, store: Store, hashes: frozenset[str], config: GatewayConfig, agent: Any,
-                 perception: Any, open_session: OpenSession, stream_turn: StreamTurn) -> None:
+                 perception: Any, open_session: OpenSession, stream_turn: StreamTurn,
+                 begin_turn: BeginTurn) -> None:
         self.store = store
         # The fixed keys (IRIIS_OWNER_KEYS, this run's internal key) and the stored ones, which
         # are reloaded every few seconds so a new or revoked key needs no restart.
@@ -62,6 +65,7 @@ class GatewayContext:
         self.web_dir = Path(config.web_dir)
         self._open_session = open_session
         self._stream_turn = stream_turn
+        self._begin_turn = begin_turn
         self._encoder: Any = None
         self._schedule_key_refresh()  # when built on the event loop; else the first request
 
@@ -128,15 +132,21 @@ class GatewayContext:
         Raises ApiError 404 `session_not_found` (unknown) or 422 (not a health check).
 
         With `cached`, a handle this replica used before comes back without asking the actor
-        first (one round trip less per turn); pass the turn's `again` to `stream` then, since
-        that actor may have exited since."""
+        first (one round trip less per turn); start the turn with `begin_turn` then, since that
+        actor may have exited since."""
         return await self._open_session(session_id, create, health_check, cached)
 
+    async def begin_turn(self, session_id: str, handle: Any, start: StartTurn) -> tuple[Any, Any, Any]:
+        """`start(handle)` and its first event, sent once more to a fresh actor if this one was
+        gone before the turn began. Raises ApiError 404 (no such conversation any more) or 503
+        (no actor could be reached). Returns (handle, events, first) for `stream`."""
+        return await self._begin_turn(session_id, handle, start)
+
     def stream(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
-               again: StartTurn | None = None) -> StreamingResponse:
-        """A running turn's events as SSE, shaped for who is reading. With `again`, a turn whose
-        actor turns out gone before the turn began is sent once more to a fresh one."""
-        return self._stream_turn(handle, session_id, events, reader_is_person, again)
+               first: Any = None) -> StreamingResponse:
+        """A running turn's events as SSE (after `first`, when it was read already), shaped
+        for who is reading."""
+        return self._stream_turn(handle, session_id, events, reader_is_person, first)
 
     async def flush_live_sessions(self) -> None:
         """Write every live session's buffer at once, so an export sees what was said a moment ago."""

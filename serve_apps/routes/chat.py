@@ -94,7 +94,8 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
         return actor.chat.options(num_returns="streaming").remote(
             body.message, background=body.background, attended=body.confirmations, sources=sources)
 
-    return gw.stream(handle, session_id, start(handle), again=start)
+    handle, events, first = await gw.begin_turn(session_id, handle, start)
+    return gw.stream(handle, session_id, events, first=first)
 
 
 @router.get("/v1/sessions/{session_id}/stream")
