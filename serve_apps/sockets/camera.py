@@ -30,6 +30,7 @@ from actors.errors import report
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
 from serve_apps.http.deps import context_of
+from serve_apps.http.receive import receive_within
 from serve_apps.routes.camera import router as http_router
 
 log = logging.getLogger(__name__)
@@ -139,11 +140,6 @@ async def _forward(handle: Any, listener: str, send: Sender) -> None:
             await through_restart(lambda: handle.start.remote())
 
 
-async def _receive(ws: WebSocket, idle: float) -> dict[str, Any] | None:
-    try:
-        return await asyncio.wait_for(ws.receive(), idle)
-    except asyncio.TimeoutError:
-        return None
 
 
 @router.websocket("/v1/camera/ws")
@@ -197,7 +193,7 @@ async def camera_socket(ws: WebSocket) -> None:
 async def _serve(ws: WebSocket, core: StreamCore, limit: int, idle: float) -> None:
     hard_limit = limit * HARD_LIMIT_FACTOR
     while True:
-        message = await _receive(ws, idle)
+        message = await receive_within(ws, idle)
         if message is None:
             await ws.close(CLOSE_IDLE, f"nothing received for {idle:.0f} s")
             return
@@ -234,7 +230,7 @@ async def _viewer(ws: WebSocket, gw: Any, stream_id: str) -> None:
     await send(Hello(stream_id=stream_id, viewer=viewer))
     try:
         while True:
-            message = await _receive(ws, gw.config.camera.idle_seconds)
+            message = await receive_within(ws, gw.config.camera.idle_seconds)
             if message is None or message["type"] == "websocket.disconnect":
                 return
             try:

@@ -27,6 +27,7 @@ from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKE
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from serve_apps.http.auth import presented_key
+from serve_apps.http.receive import receive_within
 from serve_apps.routes.device_calls import device_limits
 
 log = logging.getLogger(__name__)
@@ -80,10 +81,9 @@ class _Socket:
 async def _receive(ws: WebSocket, limits: DeviceLimits, kind: str, seconds: float, on_timeout: _Closed) -> Any:
     """The next frame as its model (or _Invalid); _Closed for silence, a frame too big, or the
     device leaving."""
-    try:
-        message = await asyncio.wait_for(ws.receive(), seconds)
-    except asyncio.TimeoutError:
-        raise on_timeout from None
+    message = await receive_within(ws, seconds)
+    if message is None:
+        raise on_timeout
     if message["type"] == "websocket.disconnect":
         raise _Closed(message.get("code", 1000) or 1000, "the device left")
     raw = message.get("text")
@@ -228,7 +228,9 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # `wait`, not `gather`: if this handler is itself being cancelled (the server stopping),
+        # the error raised here must be that cancellation, not one of the tasks' own.
+        await asyncio.wait(tasks)
         closing = outcome[0] if outcome else _Closed(1011, "internal error")
         await sock.close(closing.code, closing.reason)
         try:
