@@ -1,13 +1,14 @@
 """`through_restart`: a call that meets an actor restarting in place is made again until it is
-back (with a deadline); an actor gone for good is not waited for. No Ray cluster needed: the
-exceptions are Ray's own."""
+back (with a deadline); an actor gone for good is not waited for. `begin_stream`: a streaming
+call whose actor was gone before its first item goes once more to a fresh handle. No Ray
+cluster needed: the exceptions are Ray's own."""
 
 from __future__ import annotations
 
 import pytest
 from ray.exceptions import ActorDiedError, ActorUnavailableError
 
-from actors.common.restart import through_restart
+from actors.common.restart import begin_stream, then, through_restart
 
 
 def restarting() -> ActorUnavailableError:
@@ -44,6 +45,66 @@ async def test_the_wait_has_a_deadline() -> None:
 
     with pytest.raises(ActorUnavailableError):
         await through_restart(call, wait=0.3)
+
+
+class Stream:
+    """What a streaming actor call gives back: refs to await, or the actor's death at the first."""
+
+    def __init__(self, items: list[str], dead: Exception | None = None) -> None:
+        self.items, self.dead = list(items), dead
+
+    def __aiter__(self) -> "Stream":
+        return self
+
+    async def __anext__(self) -> object:
+        if self.dead is not None:
+            raise self.dead
+        if not self.items:
+            raise StopAsyncIteration
+        item = self.items.pop(0)
+
+        async def ref() -> str:
+            return item
+        return ref()
+
+
+async def test_a_stream_whose_actor_was_gone_goes_once_to_a_fresh_handle() -> None:
+    started: list[str] = []
+
+    def start(handle: str) -> Stream:
+        started.append(handle)
+        return Stream(["turn", "a", "b"], dead=ActorDiedError() if handle == "old" else None)
+
+    async def refind() -> str:
+        return "new"
+
+    handle, stream, first = await begin_stream("old", start, refind)
+    assert (handle, first, started) == ("new", "turn", ["old", "new"])
+    assert [item async for item in then(first, stream)] == ["turn", "a", "b"]
+
+
+async def test_a_stream_is_not_sent_a_third_time() -> None:
+    started: list[str] = []
+
+    def start(handle: str) -> Stream:
+        started.append(handle)
+        return Stream([], dead=restarting())
+
+    async def refind() -> str:
+        return "again"
+
+    with pytest.raises(ActorUnavailableError):
+        await begin_stream("old", start, refind)
+    assert started == ["old", "again"]
+
+
+async def test_a_live_stream_is_read_once_from_its_first_item() -> None:
+    async def refind() -> str:
+        raise AssertionError("a live actor is not replaced")
+
+    handle, stream, first = await begin_stream("live", lambda _h: Stream(["turn", "x"]), refind)
+    assert handle == "live" and [item async for item in then(first, stream)] == ["turn", "x"]
+    assert [item async for item in then(None, Stream(["only"]))] == ["only"]
 
 
 def test_a_turn_lost_to_an_actor_death_ends_with_an_error_naming_the_cause() -> None:

@@ -16,7 +16,7 @@ import ray
 
 from actors.common.names import NAMESPACE
 from actors.relay import repository as repo
-from actors.relay.actor import RelayConfig, stored_file_path
+from actors.relay.actor import RelayConfig, relay_actor, stored_file_path
 from actors.relay.errors import RelayError
 from actors.relay.limits import RelayLimits
 from actors.relay.service import Clock, RelayService
@@ -318,6 +318,33 @@ async def test_seq_survives_a_new_app_and_a_new_actor(make_relay) -> None:
     reply = await fresh.post("d")
     assert reply.status_code == 201 and reply.json()["seq"] == 4
     assert [m["message"]["content"] for m in (await fresh.read()).json()["messages"]] == ["a", "b", "c", "d"]
+
+
+async def test_a_batch_sent_again_after_its_actor_died_committing_is_not_stored_twice(make_relay) -> None:
+    """The app sends a batch again when its actor dies before answering (through_restart); if
+    the batch was committed just before the death, the restarted actor answers it from the log."""
+    from actors.common.restart import through_restart
+    from actors.relay.messages import Post
+
+    relay = await make_relay()
+    uid = (await relay.create())["uid"]
+    actor = relay_actor(uid, relay.service.config)
+    now = relay.service.now()
+    posts = [Post(message={"role": "user", "name": "w", "content": text}, metadata={}, now=now)
+             for text in ("one", "two")]
+    first = await actor.post.remote(posts)
+    # Killed as if at the instant after the commit, before its answer got out: Ray restarts
+    # it in place, and the same posts (same tokens) arrive again.
+    ray.kill(actor, no_restart=False)
+    again = await through_restart(lambda: actor.post.remote(posts))
+    assert [e.seq for e in again] == [e.seq for e in first] == [1, 2]
+    assert again == first
+    later = await actor.post.remote([Post(message={"role": "user", "name": "w", "content": "three"},
+                                          metadata={}, now=now)])
+    assert [e.seq for e in later] == [3]
+    stored = await repo.read_messages(relay.service.store, uid, 0, 100)
+    assert [m["message"]["content"] for m in stored] == ["one", "two", "three"]
+    assert [m["seq"] for m in stored] == [1, 2, 3]
 
 
 async def test_the_write_rate_holds_across_a_new_actor(make_relay) -> None:

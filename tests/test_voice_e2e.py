@@ -265,6 +265,33 @@ async def test_the_next_turn_knows_the_reply_was_cut(voice_server, model, speech
     assert "interrupted" in assistant["content"]
 
 
+async def test_a_conversation_killed_between_spoken_turns_answers_the_next_on_the_same_socket(
+        voice_server, model) -> None:
+    from tests.fault_probe import Probe
+
+    model.enqueue(scripted_text("Your locker is 12."), scripted_text("It is 12."))
+    probe = Probe(voice_server)
+    try:
+        async with connect(ws_url(voice_server), additional_headers=bearer(OWNER_KEY)) as ws:
+            voice = VoiceClient(ws)
+            ready = await voice.until("ready")
+            await ws.send(json.dumps({"type": "text", "text": "My locker is 12."}))
+            await voice.until("spoken")
+            # kill -9 of the conversation's actor while the socket stays open; the socket's
+            # handle to it is now stale, and the next turn must find the restarted actor.
+            before = probe.kill(ready["session_id"], session=True)
+            await ws.send(json.dumps({"type": "text", "text": "What is my locker number?"}))
+            done = await voice.until("done")
+            await voice.until("spoken")
+        after = probe.session(ready["session_id"])
+    finally:
+        probe.close()
+    assert done["text"] == "It is 12." and not voice.of("error"), voice.events
+    assert after["pid"] != before["pid"]
+    assert [m["content"] for m in stored(voice_server, ready["session_id"])] == [
+        "My locker is 12.", "Your locker is 12.", "What is my locker number?", "It is 12."]
+
+
 async def test_an_answered_call_lets_the_agent_speak_first(voice_server, model) -> None:
     model.enqueue(scripted_text("Hello, this is your reminder about the dentist."))
     url = ws_url(voice_server, text="%5Bcall%20answered%5D%20dentist%20at%20three")

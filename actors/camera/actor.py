@@ -37,6 +37,7 @@ from actors.camera.state import CameraState
 from actors.common.errors import ErrorInfo
 from actors.common.names import NAMESPACE, actor_name, find_actor_async
 from actors.common.provenance import Provenance
+from actors.common.restart import begin_stream, then, through_restart
 from actors.common.untrusted import wrap_content
 from actors.errors import report
 from actors.logmask import install_log_masking
@@ -323,10 +324,17 @@ class CameraActorBase:
         """The exchange goes to the agent's session; its follow-up and confirmations come back."""
         message = handoff_message(question, answer)
         text = ""
+        session = self.session
+
+        async def restarted() -> Any:
+            # Killed and restarting in place: the same handle, once it has its conversation back.
+            await through_restart(lambda: session.open.remote())
+            return session
+
         try:
-            async for ref in self.session.chat.options(num_returns="streaming").remote(
-                    message, sources=[CAMERA_SOURCE]):
-                event = await ref
+            _, events, first = await begin_stream(session, lambda actor: actor.chat.options(
+                num_returns="streaming").remote(message, sources=[CAMERA_SOURCE]), restarted)
+            async for event in then(first, events):
                 # The session's typed turn events (actors.session.events).
                 if event.type == "confirm":
                     self.push({"type": "confirm", **event.data})

@@ -9,18 +9,23 @@ until the actor is back or `wait` seconds have passed; an actor that is gone for
 
 Only for calls that may safely run twice (reads, registrations, idempotent writes): an
 action that may already have run must not be made again.
+
+`begin_stream` is for a streaming call whose first item comes before it does anything (a
+session's turn names itself first): if the actor turns out gone before that item, the call
+never ran there and goes once more to a fresh handle.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
-from ray.exceptions import ActorUnavailableError
+from ray.exceptions import ActorUnavailableError, RayActorError
 
 T = TypeVar("T")
+H = TypeVar("H")
 RESTART_WAIT = 60.0
 
 
@@ -35,3 +40,27 @@ async def through_restart(call: Callable[[], Awaitable[T]], wait: float = RESTAR
                 raise
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+
+async def begin_stream(handle: H, start: Callable[[H], Any],
+                       refind: Callable[[], Awaitable[H]]) -> tuple[H, Any, Any]:
+    """`start(handle)` (a streaming call) and its first item, awaited. If the actor had gone
+    (`RayActorError`: it exited while idle, or died and is restarting) the call is made once
+    more on `await refind()`; a second failure is raised. Returns (handle, stream, first)."""
+    for attempt in range(2):
+        stream = start(handle)
+        try:
+            return handle, stream, await (await stream.__anext__())
+        except RayActorError:
+            if attempt:
+                raise
+            handle = await refind()
+    raise AssertionError("unreachable")
+
+
+async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
+    """`first` (read already by `begin_stream`; None for none), then the rest of `stream`."""
+    if first is not None:
+        yield first
+    async for ref in stream:
+        yield await ref

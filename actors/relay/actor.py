@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +41,8 @@ from actors.store.store import Store
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# How long a restarted actor checks posts against the log (the app retries for up to 60 s).
+RECHECK_SECONDS = 90.0
 
 
 class RelayConfig(BaseModel):
@@ -85,6 +88,11 @@ class RelayActor:
         self._loading = asyncio.Lock()
         self.idle = IdleWatch(config.idle_seconds)
         self._idle: asyncio.Task[None] | None = None
+        # Restarted after a death: a post in flight then may have been committed before the
+        # actor died, and the app sends it again (through_restart); until its retries are over,
+        # posts are looked up by their token first so none is stored twice.
+        self._recheck_until = (time.monotonic() + RECHECK_SECONDS
+                               if ray.get_runtime_context().was_current_actor_reconstructed else 0.0)
 
     async def _load(self, now: float) -> SessionCore:
         self.idle.touch()
@@ -146,10 +154,14 @@ class RelayActor:
         async def run() -> list[Envelope | RelayFault]:
             async with self._lock:
                 core = await self._load(posts[0].now)
-                plan, results = core.plan_posts([(p.message, p.metadata, p.now) for p in posts])
+                stored = await self._stored_already(posts)
+                fresh = [p for p in posts if p.token not in stored]
+                plan, results = core.plan_posts([(p.message, p.metadata, p.now) for p in fresh])
+                plan.posted = {r["seq"]: p.token for p, r in zip(fresh, results) if not isinstance(r, RelayError)}
                 if plan.envelopes:
                     await self._apply(plan)
-            return [r.fault() if isinstance(r, RelayError) else Envelope.model_validate(r) for r in results]
+            by_token = dict(zip((p.token for p in fresh), results)) | stored
+            return [self._reply(by_token[p.token]) for p in posts]
         return await self._guard(run())
 
     async def read(self, since: int, limit: int, now: float) -> Batch | RelayFault:
@@ -160,6 +172,15 @@ class RelayActor:
             messages = await repo.read_messages(self.store, self.uid, since, limit)
             return _batch(messages, head)
         return await self._guard(run())
+
+    async def _stored_already(self, posts: list[Post]) -> dict[str, dict[str, Any]]:
+        if time.monotonic() >= self._recheck_until:
+            return {}
+        return await repo.posted_envelopes(self.store, self.uid, [p.token for p in posts])
+
+    @staticmethod
+    def _reply(result: dict[str, Any] | RelayError) -> Envelope | RelayFault:
+        return result.fault() if isinstance(result, RelayError) else Envelope.model_validate(result)
 
     def _head(self) -> int:
         return self.core.state.last_seq if self.core else 0

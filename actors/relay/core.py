@@ -32,6 +32,8 @@ class Plan(BaseModel):
     envelopes: list[Envelope]
     state: SessionState
     file: FileRecord | None = None
+    # seq -> the token of the client's post that took it (relay.messages.Post)
+    posted: dict[int, str] = {}
 
 
 def check_file_name(name: str) -> None:

@@ -9,9 +9,10 @@ Inside a session's core, envelopes stay plain dicts: they are the stored JSON, a
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from actors.common.errors import ErrorInfo
 
@@ -31,6 +32,8 @@ class Post(BaseModel):
     message: dict[str, Any]
     metadata: dict[str, Any]
     now: float
+    # Made once by the app; the same post sent again (its actor died as it committed) keeps it.
+    token: str = Field(default_factory=lambda: uuid.uuid4().hex)
 
 
 class Batch(BaseModel):

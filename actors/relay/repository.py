@@ -96,7 +96,7 @@ def write_plan(conn: sa.Connection, plan: Plan, file_path: str | None = None) ->
     uid = values["session_uid"] = values.pop("uid")
     if plan.envelopes:
         conn.execute(_INSERT_MESSAGES, [
-            {"uid": uid, "seq": e["seq"], "urgent": is_urgent(e),
+            {"uid": uid, "seq": e["seq"], "urgent": is_urgent(e), "post_token": plan.posted.get(e["seq"]),
              "envelope": json.dumps(e, separators=(",", ":"), ensure_ascii=False)}
             for e in plan.envelopes])
     if plan.file is not None:
@@ -152,6 +152,14 @@ async def read_messages(store: Store, uid: str, since: int, limit: int,
     async with store.engine.connect() as conn:
         rows = (await conn.execute(query)).scalars().all()
     return [json.loads(r) for r in rows]
+
+
+async def posted_envelopes(store: Store, uid: str, tokens: list[str]) -> dict[str, Envelope]:
+    """The stored envelopes of those of `tokens` (posts) that are in the log already."""
+    query = sa.select(M.c.post_token, M.c.envelope).where(M.c.uid == uid, M.c.post_token.in_(tokens))
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return {token: json.loads(envelope) for token, envelope in rows}
 
 
 async def list_files(store: Store, uid: str) -> list[FileRecord]:

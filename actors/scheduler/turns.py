@@ -8,6 +8,7 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 
+from actors.common.restart import begin_stream, then, through_restart
 from actors.session.actor import SessionConfig
 from actors.session.pool import find_session, forget_session, session_handle
 from actors.session.events import TurnEvent
@@ -32,26 +33,33 @@ class SessionTurns:
             handle = self._handles[conversation_id] = await session_handle(conversation_id, self.session, self.agent)
         return handle
 
-    async def open(self, conversation_id: str) -> None:
+    async def open(self, conversation_id: str) -> Any:
+        """The conversation's live actor, loaded (one restarting in place is waited for)."""
         for attempt in range(2):
             handle = await self._handle(conversation_id)
             try:
-                await handle.open.remote(True, self.channel)
-                return
+                await through_restart(lambda: handle.open.remote(True, self.channel))
+                return handle
             except RayActorError:
                 # It exited while idle since we cached it: a fresh one rebuilds from the store.
                 self._handles.pop(conversation_id, None)
                 await forget_session(conversation_id, handle, self.session, self.agent)
                 if attempt:
                     raise
+        raise AssertionError("unreachable")
 
     async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
                   work_only: bool = False) -> AsyncIterator[TurnEvent]:
-        handle = await self._handle(conversation_id)
+        def start(actor: Any) -> Any:
+            return actor.chat.options(num_returns="streaming").remote(
+                message, background=True, attended=False, sources=sources, work_only=work_only)
+
         try:
-            async for ref in handle.chat.options(num_returns="streaming").remote(
-                    message, background=True, attended=False, sources=sources, work_only=work_only):
-                yield await ref
+            # An actor gone before the turn began (idle exit, a death) is found again, once.
+            _, events, first = await begin_stream(await self._handle(conversation_id), start,
+                                                  lambda: self.open(conversation_id))
+            async for event in then(first, events):
+                yield event
         finally:
             self._handles.pop(conversation_id, None)
 

@@ -152,6 +152,10 @@ relay_messages = sa.Table(
     sa.Column("urgent", sa.Boolean, nullable=False, server_default=sa.false()),
     # The stamped envelope as sent, so clients get back exactly what was posted.
     sa.Column("envelope", sa.Text, nullable=False),
+    # The server's own id for a client's post (never sent): a post made again after its actor
+    # died at the instant of commit is found here instead of being stored twice.
+    sa.Column("post_token", sa.Text, nullable=True),
+    sa.Index("ux_relay_messages_post_token", "uid", "post_token", unique=True),
 )
 
 relay_files = sa.Table(

@@ -25,7 +25,7 @@ from actors.devices.privacy import event_for_reader
 from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.session.actor import SessionNotFound
-from actors.common.restart import through_restart
+from actors.common.restart import begin_stream, then, through_restart
 from actors.session.durable import lost_turn
 from actors.session.pool import forget_session, session_handle
 from actors.session.events import (
@@ -125,17 +125,20 @@ class Gateway:
     async def _mcp_chat(self, message: str, session_id: str | None) -> dict[str, Any]:
         """One unattended turn for an MCP caller: no confirmations, the whole reply at once."""
         sid = session_id or new_id()
+        reply: dict[str, Any] = {"session_id": sid}
+
+        def start(actor: Any) -> Any:
+            return actor.chat.options(num_returns="streaming").remote(message, attended=False)
+
         try:
             handle = await self._session(sid, create=session_id is None)
+            async for event in self.context.whole_turn(sid, handle, start):
+                if isinstance(event, Done):
+                    reply["reply"] = event.text
+                elif isinstance(event, TurnError):
+                    reply["error"] = event.error.message
         except ApiError as exc:
-            return {"session_id": sid, "error": exc.message}
-        reply: dict[str, Any] = {"session_id": sid}
-        async for ref in handle.chat.options(num_returns="streaming").remote(message, attended=False):
-            event = await ref
-            if isinstance(event, Done):
-                reply["reply"] = event.text
-            elif isinstance(event, TurnError):
-                reply["error"] = event.error.message
+            reply["error"] = exc.message
         return reply
 
     # -- the live conversations ---------------------------------------------------------
@@ -181,38 +184,27 @@ class Gateway:
         raise AssertionError("unreachable")
 
     async def _turn(self, session_id: str, handle: Any, start: Any) -> tuple[Any, Any, Any]:
-        """Start a turn on a cached handle and wait for its first event (the turn's id, sent at
-        once), before any response is sent. If that actor has gone (it exited while idle, or is
-        restarting after a death) the turn never began there: it goes once more to the actor
-        found the careful way (a restart in place is waited for, a dead actor replaced), and a
-        conversation deleted meanwhile is still a plain 404. Returns (handle, events, first)."""
-        for attempt in range(2):
-            events = start(handle)
-            try:
-                return handle, events, await (await events.__anext__())
-            except SessionNotFound:
-                self._sessions.pop(session_id, None)
-                raise ApiError(404, "session_not_found", f"No session {session_id!r}.") from None
-            except RayActorError as exc:
-                if attempt:
-                    raise ApiError(503, "session_unavailable", lost_turn(exc).error.message,
-                                   headers={"Retry-After": "2"}) from None
-                handle = await self._session(session_id, create=False)
-        raise AssertionError("unreachable")
+        """Start a turn and wait for its first event (the turn's id, sent at once), before any
+        response is sent. If that actor has gone (it exited while idle, or is restarting after
+        a death) the turn never began there: it goes once more to the actor found the careful
+        way (a restart in place is waited for, a dead actor replaced), and a conversation
+        deleted meanwhile is still a plain 404. Returns (handle, events, first)."""
+        try:
+            return await begin_stream(handle, start, lambda: self._session(session_id, create=False))
+        except SessionNotFound:
+            self._sessions.pop(session_id, None)
+            raise ApiError(404, "session_not_found", f"No session {session_id!r}.") from None
+        except RayActorError as exc:
+            raise ApiError(503, "session_unavailable", lost_turn(exc).error.message,
+                           headers={"Retry-After": "2"}) from None
 
     def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
              first: Any = None) -> StreamingResponse:
-        async def turn_events():
-            if first is not None:
-                yield first
-            async for ref in events:
-                yield await ref
-
         async def stream():
             turn_id = None
             finished = False
             try:
-                async for event in turn_events():
+                async for event in then(first, events):
                     if isinstance(event, TurnStarted):
                         turn_id = event.turn_id
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))

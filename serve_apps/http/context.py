@@ -8,7 +8,7 @@ No `from __future__ import annotations`: FastAPI inspects the dependency types b
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from ray.exceptions import RayActorError
 from starlette.requests import HTTPConnection
 
 from actors.camera.actor import CameraConfig
+from actors.common.restart import then
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.store.store import Store
@@ -141,6 +142,13 @@ class GatewayContext:
         gone before the turn began. Raises ApiError 404 (no such conversation any more) or 503
         (no actor could be reached). Returns (handle, events, first) for `stream`."""
         return await self._begin_turn(session_id, handle, start)
+
+    async def whole_turn(self, session_id: str, handle: Any, start: StartTurn) -> AsyncIterator[Any]:
+        """Every event of a turn begun with `begin_turn` (the same 404/503), for a caller that
+        reads the reply whole (/v1/ask, /mcp)."""
+        _, events, first = await self.begin_turn(session_id, handle, start)
+        async for event in then(first, events):
+            yield event
 
     def stream(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
                first: Any = None) -> StreamingResponse:

@@ -221,8 +221,12 @@ async def _ask_session(gw: GatewayContext, who: Principal, session_id: str | Non
 async def ask_stream(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> StreamingResponse:
     """The turn as server-sent events, like /v1/chat, for the caller's person."""
     sid, handle = await _ask_session(gw, who, body.session_id)
-    events = handle.chat.options(num_returns="streaming").remote(body.message, attended=True)
-    return gw.stream(handle, sid, events)
+
+    def start(actor: Any) -> Any:
+        return actor.chat.options(num_returns="streaming").remote(body.message, attended=True)
+
+    handle, events, first = await gw.begin_turn(sid, handle, start)
+    return gw.stream(handle, sid, events, first=first)
 
 
 @router.post("/v1/ask")
@@ -231,8 +235,11 @@ async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply
     actions are declined; use /v1/ask/stream to be asked."""
     sid, handle = await _ask_session(gw, who, body.session_id)
     reply: dict[str, Any] = {"session_id": sid}
-    async for ref in handle.chat.options(num_returns="streaming").remote(body.message, attended=False):
-        event = await ref
+
+    def start(actor: Any) -> Any:
+        return actor.chat.options(num_returns="streaming").remote(body.message, attended=False)
+
+    async for event in gw.whole_turn(sid, handle, start):
         if isinstance(event, Done):
             reply["reply"] = event.text
         elif isinstance(event, TurnError):

@@ -26,6 +26,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import event_for_reader
 from actors.devices.repository import claim_conversation, conversation_person
+from actors.common.restart import then
 from actors.errors import report
 from actors.session.events import ENDS_TURN, Done, Sentence, TurnStarted
 from actors.store.models import new_id
@@ -35,6 +36,7 @@ from actors.voice.speaker import SpeechQueue
 from actors.voice.speech_actor import speech_actor
 from actors.voice.utterance import Refusal, Utterance, early_transcript_holds
 from serve_apps.http.bodies import SESSION_ID
+from serve_apps.http.receive import receive_within
 from serve_apps.http.deps import context_of
 from serve_apps.http.errors import ApiError
 from serve_apps.http.people_auth import Principal, person_or_device
@@ -113,9 +115,12 @@ class VoiceConnection:
         queue = self.queue = SpeechQueue(self.synthesize, self.send_frame, self.log, p.FRAME_SAMPLES)
         started = time.monotonic()
         try:
-            events = self.handle.chat.options(num_returns="streaming").remote(text, attended=True)
-            async for ref in events:
-                event = await ref
+            # A conversation whose actor went away between turns (idle exit, kill -9) is found
+            # again for this turn: the person is not asked to say it twice.
+            self.handle, events, first = await self.gw.begin_turn(
+                self.session_id, self.handle,
+                lambda actor: actor.chat.options(num_returns="streaming").remote(text, attended=True))
+            async for event in then(first, events):
                 if isinstance(event, TurnStarted):
                     await self.send_json({"type": "turn", "turn_id": event.turn_id, "session_id": self.session_id})
                     continue
@@ -287,10 +292,9 @@ class VoiceConnection:
 
     async def serve(self) -> None:
         while True:
-            try:
-                message = await asyncio.wait_for(self.ws.receive(), p.IDLE_SECONDS)
-            except asyncio.TimeoutError:
-                raise _Closed(p.CLOSE_IDLE, f"nothing received for {p.IDLE_SECONDS:g} s") from None
+            message = await receive_within(self.ws, p.IDLE_SECONDS)
+            if message is None:
+                raise _Closed(p.CLOSE_IDLE, f"nothing received for {p.IDLE_SECONDS:g} s")
             if message["type"] == "websocket.disconnect":
                 return
             data, text = message.get("bytes"), message.get("text")
@@ -316,7 +320,7 @@ class VoiceConnection:
             if self.utter.responding:
                 await self.interrupt(None)
             self.turn.cancel()
-            await asyncio.gather(self.turn, return_exceptions=True)
+            await asyncio.wait([self.turn])
 
 
 async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tuple[str, Any]:
