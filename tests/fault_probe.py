@@ -7,6 +7,7 @@ per request line on stdin.
     probe = Probe(server)               # finds the server's GCS among its child processes
     probe.actor("tools")                # {"pid": 123, "restarts": 0, "state": "ALIVE"}
     probe.session(session_id)           # the actor holding that conversation
+    probe.replica("Gateway")            # the live replica of a Serve deployment
     probe.kill("tools")                 # SIGKILL its process; returns what it was
 """
 
@@ -51,6 +52,14 @@ def session(session_id):
         return {"pid": None, "state": "GONE"}
     return by_id(handle._actor_id.hex())
 
+def replica(deployment):
+    """The live replica of a Serve deployment (its actor class is ServeReplica:<app>:<name>)."""
+    alive = [a for a in state.actors().values()
+             if a.get("ActorClassName", "").endswith(":" + deployment) and a.get("State") == "ALIVE"]
+    if not alive:
+        return {"pid": None, "state": "GONE"}
+    return by_id(alive[0]["ActorID"]) | {"replicas": len(alive)}
+
 print("PROBE " + json.dumps({"ready": True}), flush=True)
 def call(arg):
     name, method = arg.split(" ", 1)
@@ -60,7 +69,8 @@ def call(arg):
 for line in sys.stdin:
     kind, _, arg = line.strip().partition(" ")
     try:
-        out = session(arg) if kind == "session" else call(arg) if kind == "call" else named(arg)
+        out = (session(arg) if kind == "session" else call(arg) if kind == "call"
+               else replica(arg) if kind == "replica" else named(arg))
     except Exception as exc:
         out = {"pid": None, "state": "ERROR", "error": repr(exc)}
     print("PROBE " + json.dumps(out), flush=True)
@@ -113,6 +123,10 @@ class Probe:
 
     def session(self, session_id: str) -> dict[str, Any]:
         return self._ask("session", session_id)
+
+    def replica(self, deployment: str) -> dict[str, Any]:
+        """The live replica of a Serve deployment ("Gateway", "AgentLoop")."""
+        return self._ask("replica", deployment)
 
     def call(self, name: str, method: str) -> Any:
         """Call a method (no arguments, JSON-able answer) of a named actor."""

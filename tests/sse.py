@@ -45,18 +45,22 @@ class LiveChat:
         self._queue: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
         self._stop = threading.Event()
         self.status: int | None = None
+        self.cut = False
         self._thread = threading.Thread(target=self._run, args=(base_url, key, body), daemon=True)
         self._thread.start()
 
     def _run(self, base_url: str, key: str, body: dict[str, Any]) -> None:
-        with httpx.Client(base_url=base_url, timeout=120) as client:
-            with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {key}"}) as resp:
-                self.status = resp.status_code
-                for event in iter_events(resp):
-                    self.events.append(event)
-                    self._queue.put(event)
-                    if self._stop.is_set():
-                        break  # leaving the `with` closes the connection: the client went away
+        try:
+            with httpx.Client(base_url=base_url, timeout=120) as client:
+                with client.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {key}"}) as resp:
+                    self.status = resp.status_code
+                    for event in iter_events(resp):
+                        self.events.append(event)
+                        self._queue.put(event)
+                        if self._stop.is_set():
+                            break  # leaving the `with` closes the connection: the client went away
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            self.cut = True  # the server's end of the stream went away mid-response
         self._queue.put(None)
 
     def wait_for(self, kind: str, timeout: float = 60.0) -> dict[str, Any]:

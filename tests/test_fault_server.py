@@ -1,11 +1,14 @@
 """`kill -9` of the actors that hold state or sockets, through the real server (PostgreSQL, the
-scripted model): a conversation's SessionActor between turns and mid-turn, the ToolHub, a
+scripted model): a conversation's SessionActor between turns and mid-turn, a Gateway replica, the ToolHub, a
 DeviceActor, a CameraActor and the scheduler mid-task. Each comes back (Ray restarts it in
 place and it rebuilds from the store), the next request succeeds at the first try, and no
 accepted message, audit row or task run is lost or written twice.
 
 One server for the whole module (the session-wide `server` fixture); the kills are found and
-made through `tests/fault_probe.py`, a subprocess that joins the server's Ray cluster."""
+made through `tests/fault_probe.py`, a subprocess that joins the server's Ray cluster. A
+Gateway replica killed is replaced by Serve's controller: a message sent right after the kill
+waits in the Serve proxy for the new replica, and a turn whose stream was cut finishes in its
+actor."""
 
 from __future__ import annotations
 
@@ -135,6 +138,58 @@ def test_a_session_killed_mid_turn_ends_it_with_an_error_and_keeps_the_partial_r
     assert [m["content"] for m in messages(client, sid)] == [
         "Tell me a long story.", "The story begins in a small harbour town.", "Go on.",
         "Where was I? In the harbour town."]
+
+
+# -- the gateway --------------------------------------------------------------------------
+
+
+def replica_back(probe: Probe, deployment: str, before: dict[str, Any], timeout: float = 120.0) -> dict[str, Any]:
+    """Serve's controller replaced the killed replica with a new process."""
+    def replaced() -> dict[str, Any] | None:
+        now = probe.replica(deployment)
+        return now if now.get("pid") not in (None, before["pid"]) else None
+    return until(replaced, timeout=timeout)
+
+
+def test_a_gateway_replica_killed_between_turns_is_replaced_and_the_next_message_is_answered_at_the_first_try(
+        client: httpx.Client, model, probe: Probe) -> None:
+    model.enqueue(so.text("Noted: the gate code is 7315."))
+    sid = ended_with(chat(client, OWNER_KEY, "The gate code is 7315."), "done")["session_id"]
+    before = probe.replica("Gateway")
+    assert before.get("state") == "ALIVE" and before.get("pid"), before
+    os.kill(before["pid"], signal.SIGKILL)
+
+    # Sent at once: the Serve proxy holds it until a replica can take it.
+    model.enqueue(so.text("It is 7315."))
+    events = chat(client, OWNER_KEY, "What is the gate code?", session_id=sid)
+    assert ended_with(events, "done")["text"] == "It is 7315."
+    assert replica_back(probe, "Gateway", before)["pid"] != before["pid"]
+    assert [m["content"] for m in messages(client, sid)] == [
+        "The gate code is 7315.", "Noted: the gate code is 7315.", "What is the gate code?", "It is 7315."]
+
+
+def test_a_gateway_replica_killed_mid_turn_leaves_the_turn_to_finish_and_its_reply_is_kept(
+        client: httpx.Client, model, server, probe: Probe) -> None:
+    reply = "The list has three parts. " + "and one more item " * 40
+    model.enqueue(so.text(reply, chunk_delay=0.05))
+    live = LiveChat(server.url, OWNER_KEY, {"message": "Give me a long list."})
+    live.wait_for("sentence")
+    sid = session_of(live.events)
+    before = probe.replica("Gateway")
+    os.kill(before["pid"], signal.SIGKILL)
+    live.join(timeout=60)
+    assert live.cut and not any(kind == "done" for kind, _ in live.events)
+    # The stream was cut with its replica; the turn itself lives in the conversation's actor
+    # and finishes there: the whole reply is stored, once, not marked interrupted.
+    replica_back(probe, "Gateway", before)
+    def finished() -> list[dict[str, Any]] | None:
+        rows = messages(client, sid)
+        return rows if len(rows) == 2 and "pending" not in (rows[1]["meta"] or {}) else None
+    stored = until(finished, timeout=60)
+    assert [(m["role"], m["content"]) for m in stored] == [("user", "Give me a long list."), ("assistant", reply.strip())]
+    assert not (stored[1]["meta"] or {}).get("interrupted")
+    model.enqueue(so.text("Glad it helped."))
+    assert ended_with(chat(client, OWNER_KEY, "Thanks.", session_id=sid), "done")["text"] == "Glad it helped."
 
 
 # -- the tool hub -------------------------------------------------------------------------
