@@ -110,6 +110,9 @@ def socket_app(monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, FakeDeviceA
         class config:  # noqa: N801 - stands in for the gateway's settings object
             database_url = "sqlite://"
 
+            class session:  # noqa: N801 - no placement preference (one machine)
+                prefer_resource = ""
+
     app.state.gateway = _Gateway()
     return TestClient(app), actor, revoked
 

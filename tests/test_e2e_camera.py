@@ -47,9 +47,9 @@ def vlm(say: str, status: str = "ok", reading: Any = None, step_complete: bool =
 class Cam:
     """A camera client: sends frames only after their ack, collects every event."""
 
-    def __init__(self, url: str, query: str = "") -> None:
+    def __init__(self, url: str, query: str = "", key: str = OWNER_KEY) -> None:
         self.url = url
-        self.ws: ClientConnection = connect(f"{url.replace('http', 'ws')}/v1/camera/ws?token={OWNER_KEY}{query}",
+        self.ws: ClientConnection = connect(f"{url.replace('http', 'ws')}/v1/camera/ws?token={key}{query}",
                                             max_size=None, open_timeout=30)
         self.events: list[dict[str, Any]] = []
         self.hello = self.next("hello")

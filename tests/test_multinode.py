@@ -8,6 +8,7 @@ own process ids (never `ray stop`, which would stop every Ray on the machine).""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import os
@@ -25,12 +26,14 @@ import httpx
 import pytest
 import yaml
 
-from tests.scripted_openai import text
-from tests.server_proc import REPO, ServerProcess, free_port
+from tests.scripted_openai import text, tools as tool_call
+from tests.server_proc import REPO, ServerProcess, free_port, set_pin
 from tests.sse import chat
+from tests.waiting import until
 
 RAY = Path(sys.executable).parent / "ray"
 KEY = "multinode-owner-key"
+PIN = "8642"
 WORKER_RESOURCE = "agent_node"
 
 
@@ -194,6 +197,7 @@ def cluster_server(scripted, pg_url: str, tmp_path_factory: pytest.TempPathFacto
             "IRIIS_SESSION_PREFER_RESOURCE": WORKER_RESOURCE, "IRIIS_SESSION_SPARES": "1",
             "IRIIS_PROXY_LOCATION": "HeadOnly",
         }).start(timeout=300)
+        set_pin(server, PIN)
         try:
             yield cluster, server
         finally:
@@ -206,46 +210,130 @@ def _session_nodes(state: dict[str, Any]) -> dict[str, str]:
     return {name: a["node"] for name, a in state["actors"].items() if name.startswith("session-slot:")}
 
 
+def _start_conversations(cluster: Cluster, client: httpx.Client) -> tuple[list[str], dict[str, str], str]:
+    """Conversations until the second node holds some: (their ids, slot -> node, that node)."""
+    sids: list[str] = []
+    # The preference for the second node is soft (NodeAffinity soft=True, so a restart after
+    # that node died can land on the head), and Ray now and then starts a slot on the head
+    # anyway (seen on a busy CI machine): start conversations until the second node holds
+    # some, at least two and at most six.
+    for i in range(6):
+        events = chat(client, KEY, f"first message {i}")
+        sids.append(next(d for e, d in events if e == "session")["session_id"])
+        assert any(e == "done" for e, _ in events), events
+        state = cluster.state()
+        worker = [n for n, info in state["nodes"].items() if info["alive"] and info["worker"]]
+        assert len(worker) == 1, state["nodes"]
+        placed = _session_nodes(state)
+        if len(sids) >= 2 and any(node == worker[0] for node in placed.values()):
+            break
+    assert any(node == worker[0] for node in placed.values()), (placed, worker)
+    return sids, placed, worker[0]
+
+
+def _device_ask(server: ServerProcess, token: str, message: str) -> dict[str, Any]:
+    reply = httpx.post(f"{server.url}/v1/ask", json={"message": message},
+                       headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
 @pytest.mark.e2e
-def test_conversations_on_the_second_node_survive_its_death(cluster_server, model) -> None:
+async def test_conversations_a_device_and_a_camera_stream_on_the_second_node_survive_its_death(
+        cluster_server, model) -> None:
+    from tests.device_client import connected, hello, pair, tool
+    from tests.test_devices_agent import Answering, echo
+    from tests.test_e2e_camera import Cam
+    from tests.vision_draw import jpeg, shapes_frame
+
     cluster, server = cluster_server
-    model.default_reply = None
-    with httpx.Client(base_url=server.url, timeout=120) as client:
-        model.enqueue(*(text(f"Reply {i}.") for i in range(16)))
-        sids: list[str] = []
-        # The preference for the second node is soft (NodeAffinity soft=True, so a restart after
-        # that node died can land on the head), and Ray now and then starts a slot on the head
-        # anyway (seen on a busy CI machine): start conversations until the second node holds
-        # some, at least two and at most six.
-        for i in range(6):
-            events = chat(client, KEY, f"first message {i}")
-            sids.append(next(d for e, d in events if e == "session")["session_id"])
-            assert any(e == "done" for e, _ in events), events
-            state = cluster.state()
-            worker = [n for n, info in state["nodes"].items() if info["alive"] and info["worker"]]
-            assert len(worker) == 1, state["nodes"]
-            placed = _session_nodes(state)
-            if len(sids) >= 2 and any(node == worker[0] for node in placed.values()):
-                break
-        assert any(node == worker[0] for node in placed.values()), (placed, worker)
+    # Every model call gets a plain answer unless a test step queued its own.
+    model.default_reply = text("Noted.")
+    client = httpx.Client(base_url=server.url, timeout=120)
+    sids, placed, worker = await asyncio.to_thread(_start_conversations, cluster, client)
 
-        cluster.kill_worker_node()
-        cluster.wait_node_dead(worker[0])
+    # A paired device and a camera stream, whose actors prefer the second node too; the
+    # preference is soft, so (as for conversations) a few are made until one lands there.
+    device_hello = hello(tools=[tool("files_stat", tier=0)])
+    for attempt in range(4):
+        paired = await asyncio.to_thread(pair, server.url, KEY, PIN, skills=["files"], label=f"Node box {attempt}")
+        device, _ = await connected(server.url, paired["token"], device_hello)
+        device_name = f"device:{paired['device_id']}"
+        state = await asyncio.to_thread(cluster.state)
+        if state["actors"][device_name]["node"] == worker:
+            break
+        await device.close()
+    assert state["actors"][device_name]["node"] == worker, state["actors"]
+    answering = Answering(device, echo)
+    for _ in range(4):
+        cam = await asyncio.to_thread(Cam, server.url, "", KEY)
+        assert (await asyncio.to_thread(cam.frame, jpeg(shapes_frame())))["type"] == "perception"
+        camera_name = f"camera:{cam.hello['stream_id']}"
+        state = await asyncio.to_thread(cluster.state)
+        if state["actors"][camera_name]["node"] == worker:
+            break
+        await asyncio.to_thread(cam.close)
+    assert state["actors"][camera_name]["node"] == worker, state["actors"]
+    gateway_on_worker = any(name.startswith("SERVE_REPLICA") and "Gateway" in name and a["node"] == worker
+                            for name, a in state["actors"].items())
 
-        # Each conversation answers again, from the head, with what it had accepted.
-        deadline = time.monotonic() + 120
-        while client.get("/healthz").status_code != 200 and time.monotonic() < deadline:
-            time.sleep(1)
-        for i, sid in enumerate(sids):
-            events = chat(client, KEY, f"second message {i}", session_id=sid, timeout=120)
-            assert any(e == "done" for e, _ in events), (
-                events, client.get("/v1/errors", headers={"Authorization": f"Bearer {KEY}"}).text[:2000])
-            stored = client.get(f"/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {KEY}"}).json()
-            texts = [m["content"] for m in stored["data"]]
-            assert f"first message {i}" in texts and f"second message {i}" in texts, texts
-        after = cluster.state()
-        alive = [n for n, info in after["nodes"].items() if info["alive"]]
-        assert worker[0] not in alive
-        moved = _session_nodes(after)
-        assert set(placed) <= set(moved), (placed, moved)  # the same actors, restarted in place
-        assert all(node in alive for node in moved.values()), moved
+    await asyncio.to_thread(cluster.kill_worker_node)
+    await asyncio.to_thread(cluster.wait_node_dead, worker)
+
+    # Each conversation answers again, from the head, with what it had accepted.
+    def healthy() -> bool:
+        return client.get("/healthz").status_code == 200
+    await asyncio.to_thread(until, healthy, 120)
+    for i, sid in enumerate(sids):
+        events = await asyncio.to_thread(chat, client, KEY, f"second message {i}", sid, 120)
+        assert any(e == "done" for e, _ in events), (
+            events, client.get("/v1/errors", headers={"Authorization": f"Bearer {KEY}"}).text[:2000])
+        stored = client.get(f"/v1/sessions/{sid}/messages", headers={"Authorization": f"Bearer {KEY}"}).json()
+        texts = [m["content"] for m in stored["data"]]
+        assert f"first message {i}" in texts and f"second message {i}" in texts, texts
+
+    # The camera stream goes on (its actor restarted on the head) when its socket ended on the
+    # head; a socket that ended on the dead node is gone with it, and a new stream works.
+    if gateway_on_worker:
+        await asyncio.to_thread(cam.close)
+        cam = await asyncio.to_thread(Cam, server.url, "", KEY)
+    assert (await asyncio.to_thread(cam.frame, jpeg(shapes_frame())))["type"] == "perception"
+    await asyncio.to_thread(cam.close)
+
+    # The device's tool works again: over the same socket (registered again with its restarted
+    # actor) or, if that socket died with the node, after reconnecting as the desktop client does.
+    if gateway_on_worker:
+        await answering.stop()
+        device, _ = await connected(server.url, paired["token"], device_hello)
+        answering = Answering(device, echo)
+
+    async def offered() -> None:
+        while True:
+            await asyncio.to_thread(_device_ask, server, paired["token"], "use my device files")
+            if "files_stat" in [t["function"]["name"] for t in model.requests[-1]["body"].get("tools") or []]:
+                return
+            await asyncio.sleep(0.5)
+    await asyncio.wait_for(offered(), 120)
+    def stat_turn(body: dict[str, Any]) -> Any:
+        # Keyed on the turn's own words: memory's background calls after earlier turns must not
+        # take this turn's scripted replies.
+        messages = body.get("messages") or []
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not users or "stat my device file after" not in str(messages[users[-1]].get("content")):
+            return None
+        answered = any(m.get("role") == "tool" for m in messages[users[-1]:])
+        return text("It is there.") if answered else tool_call(("files_stat", {"path": "/tmp/after"}))
+    model.responder = stat_turn
+    reply = await asyncio.to_thread(_device_ask, server, paired["token"], "stat my device file after")
+    assert reply["reply"] == "It is there." and answering.calls, (gateway_on_worker, answering.frames)
+    assert answering.calls[-1]["args"] == {"path": "/tmp/after"}
+    await answering.stop()
+
+    after = await asyncio.to_thread(cluster.state)
+    alive = [n for n, info in after["nodes"].items() if info["alive"]]
+    assert worker not in alive
+    moved = _session_nodes(after)
+    assert set(placed) <= set(moved), (placed, moved)  # the same actors, restarted in place
+    assert all(node in alive for node in moved.values()), moved
+    assert after["actors"][device_name]["node"] in alive
+    client.close()

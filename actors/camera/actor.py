@@ -439,9 +439,11 @@ class CameraActor(CameraActorBase):
     pass
 
 
-def camera_actor(stream_id: str, config: CameraConfig, session: Any = None) -> Any:
-    return CameraActor.options(name=f"camera:{stream_id}", namespace=NAMESPACE, get_if_exists=True).remote(
-        stream_id, config, session)
+def camera_actor(stream_id: str, config: CameraConfig, session: Any = None,
+                 placement: dict[str, Any] | None = None) -> Any:
+    """The stream's actor; `placement` (actors.common.placement) says which node it prefers."""
+    return CameraActor.options(name=f"camera:{stream_id}", namespace=NAMESPACE, get_if_exists=True,
+                               **(placement or {})).remote(stream_id, config, session)
 
 
 async def find_camera(stream_id: str) -> Any | None:

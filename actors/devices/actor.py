@@ -287,9 +287,13 @@ async def _hub() -> Any:
     return await find_actor_async(TOOL_HUB)
 
 
-def device_actor(device_id: int, database_url: str, limits: DeviceLimits) -> Any:
+def device_actor(device_id: int, database_url: str, limits: DeviceLimits,
+                 placement: dict[str, Any] | None = None) -> Any:
+    """The device's actor, made on first use; `placement` (actors.common.placement) says which
+    node it prefers when it is made."""
     return DeviceActor.options(name=f"device:{device_id}", namespace=NAMESPACE, get_if_exists=True,
-                               lifetime="detached").remote(device_id, database_url, limits.model_dump())
+                               lifetime="detached", **(placement or {})).remote(
+        device_id, database_url, limits.model_dump())
 
 
 async def live_device(device_id: int) -> Any | None:

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import uuid
 from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
+from actors.common.placement import preferred_nodes, strategy
 from actors.session.actor import SessionActor, SessionConfig, forget_adoption
 
 log = logging.getLogger(__name__)
@@ -42,13 +41,6 @@ ADOPT_TIMEOUT = 120.0
 # that first turn (and on a voice socket, the speech of its first sentence, made as the turn
 # ends) runs on the same two cores. A pool that runs dry starts its next spare at once.
 REFILL_SETTLE_SECONDS = 0.5
-
-
-def preferred_nodes(resource: str) -> list[str]:
-    """Ids of the live nodes offering `resource` (blocking GCS read; none without a resource)."""
-    if not resource:
-        return []
-    return [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(resource, 0) > 0]
 
 
 def _actor_id(handle: Any) -> str:
@@ -103,10 +95,8 @@ class SessionRegistry:
         # key-value store (`remember_adoption`); one gone for good is replaced on next use.
         options: dict[str, Any] = {"name": actor_name(SLOT, uuid.uuid4().hex[:12]), "namespace": NAMESPACE,
                                    "lifetime": "detached"}
-        nodes = preferred_nodes(self.config.prefer_resource)
-        if nodes:
-            # Soft: a restart after that node died lands on any node that is alive.
-            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(random.choice(nodes), soft=True)
+        # Soft: a restart after that node died lands on any node that is alive.
+        options |= strategy(preferred_nodes(self.config.prefer_resource))
         return SessionActor.options(**options).remote("", self.config, self.agent)
 
     async def _warm_slot(self) -> Any:

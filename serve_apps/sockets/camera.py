@@ -25,6 +25,7 @@ from actors.camera.events import CameraEvent, Hello, State
 from actors.camera.messages import Signal
 from actors.camera.stream import StreamCore
 from actors.common.errors import ErrorInfo
+from actors.common.placement import preferred
 from actors.common.restart import through_restart
 from actors.errors import report
 from actors.store.models import new_id
@@ -160,7 +161,8 @@ async def camera_socket(ws: WebSocket) -> None:
     core: StreamCore | None = None
     try:
         session = await gw.session(session_id, create=True)
-        handle = camera_actor(stream_id, gw.config.camera.model_copy(), session)
+        handle = camera_actor(stream_id, gw.config.camera.model_copy(), session,
+                              await preferred(gw.config.session.prefer_resource))
         camera = RemoteCamera(handle)
         limit = gw.config.camera.max_frame_bytes
         core = StreamCore(camera, RemotePerception(gw.perception), send, limit=limit,

@@ -19,6 +19,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from actors.devices import repository as repo
 from actors.devices.actor import device_actor
 from actors.common.errors import ErrorInfo
+from actors.common.placement import preferred
 from actors.common.restart import through_restart
 from actors.devices.frames import (BadFrame, BadHello, ByeFrame, Close, EventFrame, Hello, PingFrame, PongFrame,
                                    ResultFrame, UnknownFrame, Welcome, encode)
@@ -132,8 +133,9 @@ async def device_ws(websocket: WebSocket) -> None:
 
 
 async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Hello, limits: DeviceLimits) -> tuple[Any, Welcome]:
+    placement = await preferred(gw.config.session.prefer_resource)
     for attempt in range(3):
-        actor = device_actor(device.id, gw.config.database_url, limits)
+        actor = device_actor(device.id, gw.config.database_url, limits, placement)
         try:
             return actor, await actor.connect.remote(conn_id, hello, device.model_dump())
         except RayActorError:
