@@ -26,6 +26,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.conftest import OWNER_PIN
 from tests.scripted_openai import text, tools as tool_call
 from tests.server_proc import REPO, ServerProcess, free_port, set_pin
 from tests.sse import chat
@@ -33,7 +34,8 @@ from tests.waiting import until
 
 RAY = Path(sys.executable).parent / "ray"
 KEY = "multinode-owner-key"
-PIN = "8642"
+# The same PIN as the other servers: they share the PostgreSQL database, and the owner's PIN is in it.
+PIN = OWNER_PIN
 WORKER_RESOURCE = "agent_node"
 
 
