@@ -57,8 +57,9 @@ class LineProcess:
 
 def relay_serve(home: Path, data: Path, extra_env: dict[str, str], port: int | None = None) -> tuple[LineProcess, int]:
     port = port or free_port()
-    env = {**os.environ, "IRIIS_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra_env}
-    env.pop("RAY_ADDRESS", None)
+    # Its own Ray unless the caller names a cluster (RAY_ADDRESS in extra_env).
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env |= {"IRIIS_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra_env}
     proc = LineProcess([str(IRIIS), "relay", "serve", "-addr", f"127.0.0.1:{port}", "-data", str(data)], env)
     return proc.start(), port
 

@@ -16,6 +16,7 @@ import pkgutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,7 +27,9 @@ import httpx
 import pytest
 import yaml
 
+from actors.relay.pairing import decode
 from tests.conftest import OWNER_PIN
+from tests.relay_proc import relay_serve
 from tests.scripted_openai import text, tools as tool_call
 from tests.server_proc import REPO, ServerProcess, free_port, set_pin
 from tests.sse import chat
@@ -208,28 +211,49 @@ def cluster_server(scripted, pg_url: str, tmp_path_factory: pytest.TempPathFacto
         cluster.stop()
 
 
+@pytest.fixture(scope="module")
+def cluster_relay(cluster_server, pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`iriis relay serve` on the same cluster and PostgreSQL, its session actors preferring the
+    second node (both nodes share this machine's disk, which holds the relay's files)."""
+    cluster, _ = cluster_server
+    home = tmp_path_factory.mktemp("relay-multinode")
+    proc, port = relay_serve(home, home / "data", {
+        "RAY_ADDRESS": cluster.address, "RAY_AUTH_MODE": "disabled", "DATABASE_URL": pg_url,
+        "IRIIS_RELAY_TLS_ADDR": f"127.0.0.1:{free_port()}", "IRIIS_RELAY_PREFER_RESOURCE": WORKER_RESOURCE,
+    })
+    try:
+        token = decode(proc.wait_lines(1, 180)[0])
+        yield {"url": f"http://127.0.0.1:{port}/s/{token.uid}", "uid": token.uid,
+               "auth": {"Authorization": f"Bearer {token.key}"}}
+    finally:
+        proc.stop()
+
+
+def _relay_post(relay: dict[str, Any], content: str) -> int:
+    answer = httpx.post(relay["url"], headers=relay["auth"], timeout=120,
+                        json={"message": {"role": "user", "name": "writer", "content": content}})
+    assert answer.status_code == 201, answer.text
+    return int(answer.json()["seq"])
+
+
 def _session_nodes(state: dict[str, Any]) -> dict[str, str]:
     return {name: a["node"] for name, a in state["actors"].items() if name.startswith("session-slot:")}
 
 
 def _start_conversations(cluster: Cluster, client: httpx.Client) -> tuple[list[str], dict[str, str], str]:
-    """Conversations until the second node holds some: (their ids, slot -> node, that node)."""
+    """Two conversations, whose actors must be on the second node: (their ids, slot -> node, that node)."""
     sids: list[str] = []
-    # The preference for the second node is soft (NodeAffinity soft=True, so a restart after
-    # that node died can land on the head), and Ray now and then starts a slot on the head
-    # anyway (seen on a busy CI machine): start conversations until the second node holds
-    # some, at least two and at most six.
-    for i in range(6):
+    for i in range(2):
         events = chat(client, KEY, f"first message {i}")
         sids.append(next(d for e, d in events if e == "session")["session_id"])
         assert any(e == "done" for e, _ in events), events
-        state = cluster.state()
-        worker = [n for n, info in state["nodes"].items() if info["alive"] and info["worker"]]
-        assert len(worker) == 1, state["nodes"]
-        placed = _session_nodes(state)
-        if len(sids) >= 2 and any(node == worker[0] for node in placed.values()):
-            break
-    assert any(node == worker[0] for node in placed.values()), (placed, worker)
+    state = cluster.state()
+    worker = [n for n, info in state["nodes"].items() if info["alive"] and info["worker"]]
+    assert len(worker) == 1, state["nodes"]
+    placed = _session_nodes(state)
+    # Every slot (the two adopted ones and the spare behind them) prefers the second node, and
+    # the preference holds while that node is alive (actors.common.placement).
+    assert len(placed) >= 2 and all(node == worker[0] for node in placed.values()), (placed, worker)
     return sids, placed, worker[0]
 
 
@@ -241,8 +265,8 @@ def _device_ask(server: ServerProcess, token: str, message: str) -> dict[str, An
 
 
 @pytest.mark.e2e
-async def test_conversations_a_device_and_a_camera_stream_on_the_second_node_survive_its_death(
-        cluster_server, model) -> None:
+async def test_conversations_a_device_a_camera_stream_and_a_relay_session_on_the_second_node_survive_its_death(
+        cluster_server, cluster_relay, model) -> None:
     from tests.device_client import connected, hello, pair, tool
     from tests.test_devices_agent import Answering, echo
     from tests.test_e2e_camera import Cam
@@ -254,33 +278,50 @@ async def test_conversations_a_device_and_a_camera_stream_on_the_second_node_sur
     client = httpx.Client(base_url=server.url, timeout=120)
     sids, placed, worker = await asyncio.to_thread(_start_conversations, cluster, client)
 
-    # A paired device and a camera stream, whose actors prefer the second node too; the
-    # preference is soft, so (as for conversations) a few are made until one lands there.
+    # A paired device and a camera stream, whose actors prefer the second node too.
     device_hello = hello(tools=[tool("files_stat", tier=0)])
-    for attempt in range(4):
-        paired = await asyncio.to_thread(pair, server.url, KEY, PIN, skills=["files"], label=f"Node box {attempt}")
-        device, _ = await connected(server.url, paired["token"], device_hello)
-        device_name = f"device:{paired['device_id']}"
-        state = await asyncio.to_thread(cluster.state)
-        if state["actors"][device_name]["node"] == worker:
-            break
-        await device.close()
-    assert state["actors"][device_name]["node"] == worker, state["actors"]
+    paired = await asyncio.to_thread(pair, server.url, KEY, PIN, skills=["files"], label="Node box")
+    device, _ = await connected(server.url, paired["token"], device_hello)
+    device_name = f"device:{paired['device_id']}"
     answering = Answering(device, echo)
-    for _ in range(4):
-        cam = await asyncio.to_thread(Cam, server.url, "", KEY)
-        assert (await asyncio.to_thread(cam.frame, jpeg(shapes_frame())))["type"] == "perception"
-        camera_name = f"camera:{cam.hello['stream_id']}"
-        state = await asyncio.to_thread(cluster.state)
-        if state["actors"][camera_name]["node"] == worker:
-            break
-        await asyncio.to_thread(cam.close)
+    cam = await asyncio.to_thread(Cam, server.url, "", KEY)
+    assert (await asyncio.to_thread(cam.frame, jpeg(shapes_frame())))["type"] == "perception"
+    camera_name = f"camera:{cam.hello['stream_id']}"
+    # A relay session with a reader's long-poll parked on its actor.
+    relay = cluster_relay
+    relay_name = f"relay:{relay['uid']}"
+    head = await asyncio.to_thread(_relay_post, relay, "before the node died")
+    woke: dict[str, Any] = {}
+
+    def long_poll() -> None:
+        answer = httpx.get(f"{relay['url']}/wait", params={"since": head, "timeout": 55},
+                           headers=relay["auth"], timeout=240)
+        woke["status"], woke["body"] = answer.status_code, answer.json() if answer.status_code == 200 else None
+    reader = threading.Thread(target=long_poll, daemon=True)
+    reader.start()
+
+    state = await asyncio.to_thread(cluster.state)
+    assert state["actors"][device_name]["node"] == worker, state["actors"]
     assert state["actors"][camera_name]["node"] == worker, state["actors"]
+    assert state["actors"][relay_name]["node"] == worker, state["actors"]
     gateway_on_worker = any(name.startswith("SERVE_REPLICA") and "Gateway" in name and a["node"] == worker
                             for name, a in state["actors"].items())
 
     await asyncio.to_thread(cluster.kill_worker_node)
     await asyncio.to_thread(cluster.wait_node_dead, worker)
+
+    # The relay: the parked reader is woken by the next post (its poll parked again on the
+    # actor restarted on the head, or finds the post in the log), which succeeds at the first
+    # try; the log holds each message once, with no seq skipped or reused.
+    assert await asyncio.to_thread(_relay_post, relay, "after the node died") == head + 1
+    await asyncio.to_thread(reader.join, 180)
+    assert not reader.is_alive() and woke["status"] == 200, woke
+    assert [m["message"]["content"] for m in woke["body"]["messages"]] == ["after the node died"]
+    log = httpx.get(relay["url"], params={"since": 0}, headers=relay["auth"], timeout=60).json()
+    written = [m["message"]["content"] for m in log["messages"] if m.get("message", {}).get("name") == "writer"]
+    assert written == ["before the node died", "after the node died"]
+    seqs = [m["seq"] for m in log["messages"]]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and log["last_seq"] == head + 1
 
     # Each conversation answers again, from the head, with what it had accepted.
     def healthy() -> bool:
@@ -338,4 +379,5 @@ async def test_conversations_a_device_and_a_camera_stream_on_the_second_node_sur
     assert set(placed) <= set(moved), (placed, moved)  # the same actors, restarted in place
     assert all(node in alive for node in moved.values()), moved
     assert after["actors"][device_name]["node"] in alive
+    assert after["actors"][relay_name]["node"] in alive
     client.close()

@@ -3,7 +3,11 @@ prefer to run: on the nodes that offer a custom Ray resource (`IRIIS_SESSION_PRE
 say the CPU workers of cluster.yaml), any node when none of them is alive.
 
 The preference is soft (`NodeAffinitySchedulingStrategy(soft=True)`), so an actor restarted
-after its node died comes back on a node that is alive. Which nodes offer the resource is a
+after its node died comes back on a node that is alive. These actors ask for no CPU, and Ray
+places an actor that asks for no resource at all on a random node whatever its soft affinity
+says (measured: 7-8 of 12 on the preferred node, the same share as no preference); so a
+preferred actor also asks for one byte of the `memory` resource, which every node has, and then
+lands where it is told (12 of 12). Which nodes offer the resource is a
 GCS read, kept for a few seconds."""
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 NODES_TTL = 10.0
+# Bytes of Ray's `memory` resource a placed actor asks for: anything above zero makes the
+# request non-empty, which is what makes Ray honour the soft node affinity.
+PLACED_MEMORY = 1
 _known: dict[str, tuple[float, list[str]]] = {}
 
 
@@ -31,7 +38,8 @@ def strategy(nodes: list[str]) -> dict[str, Any]:
     """Actor options placing it softly on one of `nodes` (nothing when there are none)."""
     if not nodes:
         return {}
-    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(random.choice(nodes), soft=True)}
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(random.choice(nodes), soft=True),
+            "memory": PLACED_MEMORY}
 
 
 async def preferred(resource: str) -> dict[str, Any]:

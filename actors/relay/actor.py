@@ -49,6 +49,9 @@ class RelayConfig(BaseModel):
     database_url: str
     data_dir: str
     idle_seconds: float = 300.0
+    # A Ray custom resource the session actors prefer (soft), for a relay whose `data_dir` is on
+    # storage every such node shares; empty: each actor is pinned to the app's own node.
+    prefer_resource: str = ""
 
 
 def files_dir(data_dir: str | Path, uid: str) -> Path:
@@ -273,12 +276,15 @@ class RelayActor:
         return len(self.waiters)
 
 
-def relay_actor(uid: str, config: RelayConfig) -> Any:
-    """The session's actor, created on first use; pinned to this node, where its files are."""
+def relay_actor(uid: str, config: RelayConfig, placement: dict[str, Any] | None = None) -> Any:
+    """The session's actor, created on first use. `placement` (actors.common.placement, from
+    `config.prefer_resource`) says which node it prefers; without one it is pinned to this
+    node, where the app keeps its files."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    node = ray.get_runtime_context().get_node_id()
+    if not placement:
+        node = ray.get_runtime_context().get_node_id()
+        placement = {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}
     return RelayActor.options(
-        name=f"relay:{uid}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached",
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+        name=f"relay:{uid}", namespace=NAMESPACE, get_if_exists=True, lifetime="detached", **placement,
     ).remote(uid, config)

@@ -15,6 +15,7 @@ from typing import Any
 from ray.exceptions import RayActorError
 
 from actors.common.hashing import sha256_hex as hash_key
+from actors.common.placement import preferred
 from actors.common.restart import through_restart
 from actors.errors import report
 from actors.relay import lifecycle
@@ -102,7 +103,8 @@ class RelayService:
         for attempt in range(3):
             handle = self._handles.get(uid)
             if handle is None:
-                handle = self._handles[uid] = relay_actor(uid, self.config)
+                placement = await preferred(self.config.prefer_resource)
+                handle = self._handles[uid] = relay_actor(uid, self.config, placement)
             try:
                 result = await through_restart(lambda: getattr(handle, method).remote(*args))
                 break

@@ -21,6 +21,9 @@ class RelaySettings(BaseSettings, RelayLimits):
     # Tests only: POST /_admin/clock and /_admin/sweep on the localhost listener move time.
     test_clock: bool = False
     actor_idle_seconds: float = Field(default=300.0, gt=0)
+    # On a cluster: a Ray custom resource the session actors prefer (soft). Set it only when the
+    # data directory is on storage those nodes share (the actors write the session's files).
+    prefer_resource: str = ""
 
     def limits(self) -> RelayLimits:
         return RelayLimits(**{name: getattr(self, name) for name in RelayLimits.model_fields})

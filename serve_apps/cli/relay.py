@@ -122,7 +122,8 @@ async def _serve(args: argparse.Namespace, settings: object, relay: RelaySetting
     ray.init(address=ray_address, namespace=NAMESPACE, include_dashboard=False,
              log_to_driver=args.v, configure_logging=False)
     service = RelayService(store, RelayConfig(database_url=url, data_dir=str(data),
-                                              idle_seconds=relay.actor_idle_seconds),
+                                              idle_seconds=relay.actor_idle_seconds,
+                                              prefer_resource=relay.prefer_resource),
                            relay.limits(), blob=blob, sweep_seconds=relay.sweep_seconds)
     level = "info" if args.v else "warning"
     servers = [
