@@ -7,6 +7,9 @@ import signal
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from tests.server_proc import IRIIS, REPO, free_port
 
@@ -67,3 +70,24 @@ def relay_serve(home: Path, data: Path, extra_env: dict[str, str], port: int | N
 def relay_connect(token: str, env: dict[str, str], prefix: list[str] | None = None) -> LineProcess:
     return LineProcess([*(prefix or []), str(IRIIS), "relay", "connect", token],
                        {**os.environ, "PYTHONUNBUFFERED": "1", **env}).start()
+
+
+class LongPoll:
+    """A reader's `GET /s/{uid}/wait` in a thread of its own: `status` and `body` once it returns."""
+
+    def __init__(self, url: str, auth: dict[str, str], since: int, wait: float, http_timeout: float) -> None:
+        self.status: int | None = None
+        self.body: Any = None
+        self._args = (f"{url}/wait", {"since": since, "timeout": wait}, auth, http_timeout)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        url, params, auth, timeout = self._args
+        answer = httpx.get(url, params=params, headers=auth, timeout=timeout)
+        self.status, self.body = answer.status_code, answer.json() if answer.status_code == 200 else None
+
+    def join(self, timeout: float) -> bool:
+        """True when the reader got its answer within `timeout`."""
+        self.thread.join(timeout)
+        return not self.thread.is_alive()

@@ -5,7 +5,6 @@ order, with no seq skipped or reused."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +13,7 @@ import pytest
 
 from actors.relay.pairing import decode
 from tests.fault_probe import Probe
-from tests.relay_proc import relay_serve
+from tests.relay_proc import LongPoll, relay_serve
 from tests.server_proc import free_port
 from tests.waiting import until
 
@@ -49,15 +48,7 @@ def test_a_relay_actor_killed_mid_long_poll_loses_and_repeats_nothing(relay: dic
     name = f"relay:{relay['uid']}"
     head = post(relay, "writer", "before the kill")["seq"]
 
-    woke: dict[str, Any] = {}
-
-    def long_poll() -> None:
-        answer = httpx.get(f"{relay['url']}/wait", params={"since": head, "timeout": 50},
-                           headers=relay["auth"], timeout=90)
-        woke["status"], woke["body"] = answer.status_code, answer.json() if answer.status_code == 200 else None
-
-    reader = threading.Thread(target=long_poll, daemon=True)
-    reader.start()
+    reader = LongPoll(relay["url"], relay["auth"], head, wait=50, http_timeout=90)
     until(lambda: probe.call(name, "waiting") == 1, timeout=30)
     before = probe.kill(name)
     probe.restarted(name, before)
@@ -66,10 +57,9 @@ def test_a_relay_actor_killed_mid_long_poll_loses_and_repeats_nothing(relay: dic
 
     after = post(relay, "writer", "after the kill")
     assert after["seq"] == head + 1
-    reader.join(60)
-    assert not reader.is_alive() and woke["status"] == 200, woke
-    assert [m["seq"] for m in woke["body"]["messages"]] == [head + 1]
-    assert woke["body"]["messages"][0]["message"]["content"] == "after the kill"
+    assert reader.join(60) and reader.status == 200, (reader.status, reader.body)
+    assert [m["seq"] for m in reader.body["messages"]] == [head + 1]
+    assert reader.body["messages"][0]["message"]["content"] == "after the kill"
 
     log = httpx.get(relay["url"], params={"since": 0}, headers=relay["auth"], timeout=30).json()
     contents = [m["message"]["content"] for m in log["messages"] if m.get("message", {}).get("name") == "writer"]

@@ -16,7 +16,6 @@ import pkgutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ import yaml
 
 from actors.relay.pairing import decode
 from tests.conftest import OWNER_PIN
-from tests.relay_proc import relay_serve
+from tests.relay_proc import LongPoll, relay_serve
 from tests.scripted_openai import text, tools as tool_call
 from tests.server_proc import REPO, ServerProcess, free_port, set_pin
 from tests.sse import chat
@@ -143,24 +142,34 @@ class Cluster:
                     f"--resources={json.dumps({WORKER_RESOURCE: 10})}", f"--temp-dir={self.worker_dir}")
         return self
 
-    def state(self) -> dict[str, Any]:
-        """Nodes and the session actors' placement, read from the GCS by a short-lived driver."""
+    def _driver(self, body: str) -> Any:
+        """Run `body` in a short-lived driver on the cluster; it leaves its answer in `result`."""
         script = (
             "import json, ray\n"
             "from ray._private import state\n"
             f"ray.init(address={self.address!r}, namespace='iriis', logging_level='ERROR', log_to_driver=False)\n"
-            "nodes = {n['NodeID']: {'alive': n['Alive'], 'worker': n['Resources'].get("
-            f"{WORKER_RESOURCE!r}, 0) > 0}} for n in ray.nodes()}}\n"
-            "actors = {a['Name']: {'node': a['Address']['NodeID'], 'state': a['State']}\n"
-            "          for a in state.actors().values() if a.get('Name') and a['State'] == 'ALIVE'}\n"
-            "print('STATE ' + json.dumps({'nodes': nodes, 'actors': actors}))\n"
+            f"{body}\n"
+            "print('RESULT ' + json.dumps(result))\n"
         )
         out = subprocess.run([sys.executable, "-c", script], env=self.env, capture_output=True, text=True,
                              timeout=120, cwd=REPO)
         # Ray prints its own warnings on the same stdout (a lagging raylet on a busy machine).
-        lines = [line[6:] for line in out.stdout.splitlines() if line.startswith("STATE ")]
-        assert lines, f"the state driver printed no state: {out.stdout[-2000:]} {out.stderr[-2000:]}"
+        lines = [line[7:] for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+        assert lines, f"the driver printed no result: {out.stdout[-2000:]} {out.stderr[-2000:]}"
         return json.loads(lines[-1])
+
+    def state(self) -> dict[str, Any]:
+        """Nodes and the named actors' placement, read from the GCS."""
+        return self._driver(
+            "nodes = {n['NodeID']: {'alive': n['Alive'], 'worker': n['Resources'].get("
+            f"{WORKER_RESOURCE!r}, 0) > 0}} for n in ray.nodes()}}\n"
+            "actors = {a['Name']: {'node': a['Address']['NodeID'], 'state': a['State']}\n"
+            "          for a in state.actors().values() if a.get('Name') and a['State'] == 'ALIVE'}\n"
+            "result = {'nodes': nodes, 'actors': actors}")
+
+    def call(self, name: str, method: str) -> Any:
+        """`method()` of the named actor (JSON-able results only)."""
+        return self._driver(f"result = ray.get(ray.get_actor({name!r}).{method}.remote())")
 
     def kill_worker_node(self) -> None:
         """kill -9 the second node's raylet (its workers go with it)."""
@@ -291,14 +300,8 @@ async def test_conversations_a_device_a_camera_stream_and_a_relay_session_on_the
     relay = cluster_relay
     relay_name = f"relay:{relay['uid']}"
     head = await asyncio.to_thread(_relay_post, relay, "before the node died")
-    woke: dict[str, Any] = {}
-
-    def long_poll() -> None:
-        answer = httpx.get(f"{relay['url']}/wait", params={"since": head, "timeout": 55},
-                           headers=relay["auth"], timeout=240)
-        woke["status"], woke["body"] = answer.status_code, answer.json() if answer.status_code == 200 else None
-    reader = threading.Thread(target=long_poll, daemon=True)
-    reader.start()
+    reader = LongPoll(relay["url"], relay["auth"], head, wait=55, http_timeout=240)
+    await asyncio.to_thread(until, lambda: cluster.call(relay_name, "waiting") == 1, 60)
 
     state = await asyncio.to_thread(cluster.state)
     assert state["actors"][device_name]["node"] == worker, state["actors"]
@@ -314,9 +317,8 @@ async def test_conversations_a_device_a_camera_stream_and_a_relay_session_on_the
     # actor restarted on the head, or finds the post in the log), which succeeds at the first
     # try; the log holds each message once, with no seq skipped or reused.
     assert await asyncio.to_thread(_relay_post, relay, "after the node died") == head + 1
-    await asyncio.to_thread(reader.join, 180)
-    assert not reader.is_alive() and woke["status"] == 200, woke
-    assert [m["message"]["content"] for m in woke["body"]["messages"]] == ["after the node died"]
+    assert await asyncio.to_thread(reader.join, 180) and reader.status == 200, (reader.status, reader.body)
+    assert [m["message"]["content"] for m in reader.body["messages"]] == ["after the node died"]
     log = httpx.get(relay["url"], params={"since": 0}, headers=relay["auth"], timeout=60).json()
     written = [m["message"]["content"] for m in log["messages"] if m.get("message", {}).get("name") == "writer"]
     assert written == ["before the node died", "after the node died"]
