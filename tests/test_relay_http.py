@@ -347,6 +347,58 @@ async def test_a_batch_sent_again_after_its_actor_died_committing_is_not_stored_
     assert [m["seq"] for m in stored] == [1, 2, 3]
 
 
+async def test_an_upload_sent_again_after_its_actor_died_committing_is_stored_and_announced_once(
+        make_relay) -> None:
+    """As for posts: the app sends an upload again (same token) when its actor dies before
+    answering; the restarted actor answers it from the log, and the file is there once."""
+    from actors.common.restart import through_restart
+
+    relay = await make_relay()
+    uid = (await relay.create())["uid"]
+    actor = relay_actor(uid, relay.service.config)
+    spool = Path(relay.service.config.data_dir) / "tmp"
+    spool.mkdir(parents=True, exist_ok=True)
+    tmp = spool / "upload-1"
+    tmp.write_bytes(b"a,b\n1,2\n")
+    now = relay.service.now()
+    first = await actor.put_file.remote("report.csv", 8, "text/csv", str(tmp), now, "upload-token-1")
+    ray.kill(actor, no_restart=False)
+    again = await through_restart(lambda: actor.put_file.remote("report.csv", 8, "text/csv", str(tmp), now,
+                                                                "upload-token-1"))
+    assert again == first and first.seq == 1
+    log = (await relay.read()).json()["messages"]
+    assert [m["seq"] for m in log] == [1]
+    got = await relay.client.get(f"{relay.url}/files/report.csv", headers=relay.auth)
+    assert got.status_code == 200 and got.content == b"a,b\n1,2\n"
+    # A new upload of the same name is a new upload: stored and announced again.
+    assert (await relay.client.put(f"{relay.url}/files/report.csv", content=b"x", headers=relay.auth)).status_code == 201
+    assert [m["seq"] for m in (await relay.read()).json()["messages"]] == [1, 2]
+
+
+async def test_an_upload_whose_actor_died_between_moving_and_committing_it_is_stored_once(make_relay) -> None:
+    """The dying actor had moved the spooled file into place but not committed: the upload sent
+    again finds it there and commits it, announced once."""
+    from actors.common.restart import through_restart
+
+    relay = await make_relay()
+    uid = (await relay.create())["uid"]
+    actor = relay_actor(uid, relay.service.config)
+    assert (await relay.post("before")).status_code == 201
+    spool = Path(relay.service.config.data_dir) / "tmp"
+    spool.mkdir(parents=True, exist_ok=True)
+    final = stored_file_path(relay.service.config.data_dir, uid, "notes.txt")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # What the dying attempt left: the spooled file moved into place, nothing in the log.
+    final.write_bytes(b"moved, not committed")
+    ray.kill(actor, no_restart=False)
+    again = await through_restart(lambda: actor.put_file.remote(
+        "notes.txt", 20, "text/plain", str(spool / "upload-2"), relay.service.now(), "upload-token-2"))
+    assert again.seq == 2 and again.metadata["file"]["name"] == "notes.txt"
+    assert [m["seq"] for m in (await relay.read()).json()["messages"]] == [1, 2]
+    got = await relay.client.get(f"{relay.url}/files/notes.txt", headers=relay.auth)
+    assert got.status_code == 200 and got.content == b"moved, not committed"
+
+
 async def test_the_write_rate_holds_across_a_new_actor(make_relay) -> None:
     relay = await make_relay(messages_per_minute=5)
     uid = (await relay.create())["uid"]

@@ -63,9 +63,13 @@ def stored_file_path(data_dir: str | Path, uid: str, name: str) -> Path:
     return files_dir(data_dir, uid) / hashlib.sha256(name.encode()).hexdigest()
 
 
-def _move_into_place(tmp_path: str, final: Path) -> None:
-    """Blocking file-system work of an upload (run in a worker thread)."""
+def _move_into_place(tmp_path: str, final: Path, sent_again: bool = False) -> None:
+    """Blocking file-system work of an upload (run in a worker thread). `sent_again`: the
+    upload may be one an actor that died had moved into place but not yet committed; its
+    spooled file is then already `final`."""
     final.parent.mkdir(parents=True, exist_ok=True)
+    if sent_again and not os.path.exists(tmp_path) and final.exists():
+        return
     os.replace(tmp_path, final)
 
 
@@ -157,7 +161,7 @@ class RelayActor:
         async def run() -> list[Envelope | RelayFault]:
             async with self._lock:
                 core = await self._load(posts[0].now)
-                stored = await self._stored_already(posts)
+                stored = await self._stored_already([p.token for p in posts])
                 fresh = [p for p in posts if p.token not in stored]
                 plan, results = core.plan_posts([(p.message, p.metadata, p.now) for p in fresh])
                 plan.posted = {r["seq"]: p.token for p, r in zip(fresh, results) if not isinstance(r, RelayError)}
@@ -176,10 +180,11 @@ class RelayActor:
             return _batch(messages, head)
         return await self._guard(run())
 
-    async def _stored_already(self, posts: list[Post]) -> dict[str, dict[str, Any]]:
+    async def _stored_already(self, tokens: list[str]) -> dict[str, dict[str, Any]]:
+        """Envelopes already in the log for these post or upload tokens (only just after a restart)."""
         if time.monotonic() >= self._recheck_until:
             return {}
-        return await repo.posted_envelopes(self.store, self.uid, [p.token for p in posts])
+        return await repo.posted_envelopes(self.store, self.uid, tokens)
 
     @staticmethod
     def _reply(result: dict[str, Any] | RelayError) -> Envelope | RelayFault:
@@ -213,15 +218,24 @@ class RelayActor:
         return await self._guard(run())
 
     async def put_file(self, name: str, size: int, content_type: str, tmp_path: str,
-                       now: float) -> Envelope | RelayFault:
+                       now: float, token: str | None = None) -> Envelope | RelayFault:
+        """Store an upload spooled at `tmp_path` and announce it. `token` is the app's for this
+        upload: sent again after this actor died as it committed, the upload is answered with
+        the announcement already in the log, not stored and announced twice."""
         async def run() -> Envelope:
             try:
                 async with self._lock:
                     core = await self._load(now)
+                    stored = await self._stored_already([token]) if token else {}
+                    if token in stored:
+                        return Envelope.model_validate(stored[token])
                     found = await repo.get_file(self.store, self.uid, name)
                     plan = core.plan_file(name, size, content_type, found[0].size if found else None, now)
+                    if token:
+                        plan.posted = {plan.envelopes[0]["seq"]: token}
                     final = stored_file_path(self.config.data_dir, self.uid, name)
-                    await asyncio.to_thread(_move_into_place, tmp_path, final)
+                    await asyncio.to_thread(_move_into_place, tmp_path, final,
+                                            bool(token) and time.monotonic() < self._recheck_until)
                     await self._apply(plan, str(final))
                     return Envelope.model_validate(plan.envelopes[0])
             finally:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import tempfile
+import uuid
 from typing import BinaryIO
 
 from pydantic import BaseModel
@@ -167,7 +168,9 @@ def build_relay_app(service: RelayService, peer: bool = False, admin: bool = Fal
         name = request.path_params["name"]
         tmp, size = await _spool(request, limits.max_file_bytes, os.path.join(service.config.data_dir, "tmp"))
         content_type = request.headers.get("content-type") or "application/octet-stream"
-        envelope: Envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now())
+        # One token per upload: sent again through a restart, it is not stored twice.
+        envelope: Envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now(),
+                                                uuid.uuid4().hex)
         return model_response(envelope, 201)
 
     async def list_files(request: Request) -> Response:
