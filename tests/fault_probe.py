@@ -9,6 +9,7 @@ per request line on stdin.
     probe.session(session_id)           # the actor holding that conversation
     probe.replica("Gateway")            # the live replica of a Serve deployment
     probe.kill("tools")                 # SIGKILL its process; returns what it was
+    probe.end_session(session_id)       # end a conversation's actor as its idle exit does
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def replica(deployment):
         return {"pid": None, "state": "GONE"}
     return by_id(alive[0]["ActorID"]) | {"replicas": len(alive)}
 
+def end(session_id):
+    """End a conversation's actor for good, as its idle exit does (ray.kill, no restart)."""
+    registry = ray.get_actor("sessions", namespace="iriis")
+    handle = ray.get(registry.get.remote(session_id), timeout=60)
+    if handle is None:
+        return {"pid": None, "state": "GONE"}
+    before = by_id(handle._actor_id.hex())
+    ray.kill(handle, no_restart=True)
+    return before
+
 print("PROBE " + json.dumps({"ready": True}), flush=True)
 def call(arg):
     name, method = arg.split(" ", 1)
@@ -70,7 +81,7 @@ for line in sys.stdin:
     kind, _, arg = line.strip().partition(" ")
     try:
         out = (session(arg) if kind == "session" else call(arg) if kind == "call"
-               else replica(arg) if kind == "replica" else named(arg))
+               else replica(arg) if kind == "replica" else end(arg) if kind == "end" else named(arg))
     except Exception as exc:
         out = {"pid": None, "state": "ERROR", "error": repr(exc)}
     print("PROBE " + json.dumps(out), flush=True)
@@ -139,6 +150,12 @@ class Probe:
         found = self.session(name) if session else self.actor(name)
         assert found.get("state") == "ALIVE" and found.get("pid"), found
         os.kill(found["pid"], signal.SIGKILL)
+        return found
+
+    def end_session(self, session_id: str) -> dict[str, Any]:
+        """End the conversation's actor for good, as its idle exit would; returns what it was."""
+        found = self._ask("end", session_id)
+        assert found.get("state") == "ALIVE", found
         return found
 
     def restarted(self, name: str, before: dict[str, Any], session: bool = False,

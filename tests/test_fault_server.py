@@ -316,6 +316,36 @@ def test_a_camera_actor_killed_comes_back_with_its_goal_and_the_stream_goes_on(s
     cam.close()
 
 
+def test_a_camera_hand_off_after_its_conversations_actor_exited_reaches_a_fresh_one(
+        server, client: httpx.Client, model, probe: Probe) -> None:
+    """The stream outlives its conversation's actor (an idle exit ends it for good): the next
+    hand-off goes to the actor that holds the conversation now, and both exchanges are kept."""
+    from tests.test_e2e_camera import Cam, handoff_for, vlm
+    from tests.vision_draw import jpeg, shapes_frame
+
+    cam = Cam(server.url)
+    session_id = cam.hello["session_id"]
+    assert cam.frame(jpeg(shapes_frame()))["type"] == "perception"
+    model.enqueue(vlm("Two shapes."), model=so.VISION)
+    model.responder = handoff_for("How many shapes?", so.text("I noted the two shapes."))
+    cam.send(type="ask", text="How many shapes?")
+    cam.next("answer")
+    assert cam.next("agent")["text"] == "I noted the two shapes."
+    before = probe.end_session(session_id)
+
+    model.enqueue(vlm("A circle and a square."), model=so.VISION)
+    model.responder = handoff_for("Which shapes?", so.text("A circle and a square, noted."))
+    cam.send(type="ask", text="Which shapes?")
+    cam.next("answer")
+    assert cam.next("agent")["text"] == "A circle and a square, noted."
+    now = probe.session(session_id)
+    assert now.get("state") == "ALIVE" and now.get("pid") != before["pid"], (before, now)
+    stored = client.get(f"/v1/sessions/{session_id}/messages").json()["data"]
+    replies = [m["content"] for m in stored if m["role"] == "assistant"]
+    assert replies == ["I noted the two shapes.", "A circle and a square, noted."], stored
+    cam.close()
+
+
 # -- the scheduler ------------------------------------------------------------------------
 
 

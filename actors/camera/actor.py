@@ -37,7 +37,7 @@ from actors.camera.state import CameraState
 from actors.common.errors import ErrorInfo
 from actors.common.names import NAMESPACE, actor_name, find_actor_async
 from actors.common.provenance import Provenance
-from actors.common.restart import begin_stream, then, through_restart
+from actors.common.restart import begin_stream, reopen_session, then, through_restart
 from actors.common.untrusted import wrap_content
 from actors.errors import report
 from actors.logmask import install_log_masking
@@ -84,11 +84,14 @@ class CameraConfig(BaseModel):
 class CameraActorBase:
     """The actor's body, importable without the @ray.remote wrapper for in-process tests."""
 
-    def __init__(self, stream_id: str, config: CameraConfig, session: Any = None) -> None:
+    def __init__(self, stream_id: str, config: CameraConfig, session: Any = None, session_id: str = "") -> None:
         install_log_masking()
         self.stream_id = stream_id
         self.config = config
         self.session = session
+        # The conversation `session` holds: hand-offs find its actor again by it when that one
+        # has exited while the stream went on.
+        self.session_id = session_id
         self.store = Store.open(config.database_url)
         self.state = CameraState()
         configs = [ProviderConfig(**p) for p in config.vision]
@@ -328,8 +331,12 @@ class CameraActorBase:
 
         async def restarted() -> Any:
             # Killed and restarting in place: the same handle, once it has its conversation back.
-            await through_restart(lambda: session.open.remote())
-            return session
+            # Gone for good (it exited while idle): the actor that holds the conversation now.
+            if not self.session_id:
+                await through_restart(lambda: session.open.remote())
+                return session
+            self.session = await reopen_session(self.session_id, session)
+            return self.session
 
         try:
             _, events, first = await begin_stream(session, lambda actor: actor.chat.options(
@@ -440,10 +447,11 @@ class CameraActor(CameraActorBase):
 
 
 def camera_actor(stream_id: str, config: CameraConfig, session: Any = None,
-                 placement: dict[str, Any] | None = None) -> Any:
-    """The stream's actor; `placement` (actors.common.placement) says which node it prefers."""
+                 placement: dict[str, Any] | None = None, session_id: str = "") -> Any:
+    """The stream's actor, handing off to `session` (conversation `session_id`); `placement`
+    (actors.common.placement) says which node it prefers."""
     return CameraActor.options(name=f"camera:{stream_id}", namespace=NAMESPACE, get_if_exists=True,
-                               **(placement or {})).remote(stream_id, config, session)
+                               **(placement or {})).remote(stream_id, config, session, session_id)
 
 
 async def find_camera(stream_id: str) -> Any | None:

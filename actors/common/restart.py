@@ -10,6 +10,10 @@ until the actor is back or `wait` seconds have passed; an actor that is gone for
 Only for calls that may safely run twice (reads, registrations, idempotent writes): an
 action that may already have run must not be made again.
 
+`reopen_session` finds a conversation's actor again for a caller that holds its handle beyond
+one request (a camera stream's hand-offs): the same one once restarted, or, when it exited
+while idle, the one the session registry gives that conversation now.
+
 `begin_stream` is for a streaming call whose first item comes before it does anything (a
 session's turn names itself first): if the actor turns out gone before that item, the call
 never ran there and goes once more to a fresh handle.
@@ -23,6 +27,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from ray.exceptions import ActorUnavailableError, RayActorError
+
+from actors.common.names import SESSIONS, find_actor_async
 
 T = TypeVar("T")
 H = TypeVar("H")
@@ -64,3 +70,26 @@ async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
         yield first
     async for ref in stream:
         yield await ref
+
+
+async def reopen_session(session_id: str, handle: Any) -> Any:
+    """The conversation's actor, opened (rebuilt from the store), after a call to `handle`
+    failed: `handle` itself once it has restarted in place, or, when it is gone for good, the
+    actor the session registry ("sessions") holds or adopts for `session_id` now. Raises
+    RayActorError when neither can be had."""
+    try:
+        await through_restart(lambda: handle.open.remote())
+        return handle
+    except RayActorError as exc:
+        registry = await find_actor_async(SESSIONS)
+        if registry is None:
+            raise
+        gone = exc
+    # The registry drops its entry for the dead actor only when told, then adopts a fresh one.
+    await registry.forget.remote(session_id, handle._actor_id.hex())
+    fresh = await registry.acquire.remote(session_id)
+    try:
+        await through_restart(lambda: fresh.open.remote())
+    except RayActorError:
+        raise gone from None
+    return fresh

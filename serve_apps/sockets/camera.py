@@ -162,7 +162,7 @@ async def camera_socket(ws: WebSocket) -> None:
     try:
         session = await gw.session(session_id, create=True)
         handle = camera_actor(stream_id, gw.config.camera.model_copy(), session,
-                              await preferred(gw.config.session.prefer_resource))
+                              await preferred(gw.config.session.prefer_resource), session_id)
         camera = RemoteCamera(handle)
         limit = gw.config.camera.max_frame_bytes
         core = StreamCore(camera, RemotePerception(gw.perception), send, limit=limit,
