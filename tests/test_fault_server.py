@@ -326,18 +326,17 @@ def test_a_camera_hand_off_after_its_conversations_actor_exited_reaches_a_fresh_
     cam = Cam(server.url)
     session_id = cam.hello["session_id"]
     assert cam.frame(jpeg(shapes_frame()))["type"] == "perception"
-    model.enqueue(vlm("Two shapes."), model=so.VISION)
-    model.responder = handoff_for("How many shapes?", so.text("I noted the two shapes."))
-    cam.send(type="ask", text="How many shapes?")
-    cam.next("answer")
-    assert cam.next("agent")["text"] == "I noted the two shapes."
-    before = probe.end_session(session_id)
 
-    model.enqueue(vlm("A circle and a square."), model=so.VISION)
-    model.responder = handoff_for("Which shapes?", so.text("A circle and a square, noted."))
-    cam.send(type="ask", text="Which shapes?")
-    cam.next("answer")
-    assert cam.next("agent")["text"] == "A circle and a square, noted."
+    def ask(question: str, seen: str, follow_up: str) -> None:
+        model.enqueue(vlm(seen), model=so.VISION)
+        model.responder = handoff_for(question, so.text(follow_up))
+        cam.send(type="ask", text=question)
+        cam.next("answer")
+        assert cam.next("agent")["text"] == follow_up
+
+    ask("How many shapes?", "Two shapes.", "I noted the two shapes.")
+    before = probe.end_session(session_id)
+    ask("Which shapes?", "A circle and a square.", "A circle and a square, noted.")
     now = probe.session(session_id)
     assert now.get("state") == "ALIVE" and now.get("pid") != before["pid"], (before, now)
     stored = client.get(f"/v1/sessions/{session_id}/messages").json()["data"]
