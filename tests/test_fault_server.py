@@ -316,10 +316,12 @@ def test_a_camera_actor_killed_comes_back_with_its_goal_and_the_stream_goes_on(s
     cam.close()
 
 
-def test_a_camera_hand_off_after_its_conversations_actor_exited_reaches_a_fresh_one(
-        server, client: httpx.Client, model, probe: Probe) -> None:
-    """The stream outlives its conversation's actor (an idle exit ends it for good): the next
-    hand-off goes to the actor that holds the conversation now, and both exchanges are kept."""
+@pytest.mark.parametrize("ended", ["exited", "killed"])
+def test_a_camera_hand_off_after_its_conversations_actor_ended_reaches_the_conversation(
+        server, client: httpx.Client, model, probe: Probe, ended: str) -> None:
+    """The stream outlives its conversation's actor: ended for good (as an idle exit does), the
+    next hand-off goes to the actor that holds the conversation now; killed (kill -9), it waits
+    for the actor's restart in place. Either way both exchanges are kept."""
     from tests.test_e2e_camera import Cam, handoff_for, vlm
     from tests.vision_draw import jpeg, shapes_frame
 
@@ -335,7 +337,7 @@ def test_a_camera_hand_off_after_its_conversations_actor_exited_reaches_a_fresh_
         assert cam.next("agent")["text"] == follow_up
 
     ask("How many shapes?", "Two shapes.", "I noted the two shapes.")
-    before = probe.end_session(session_id)
+    before = probe.end_session(session_id) if ended == "exited" else probe.kill(session_id, session=True)
     ask("Which shapes?", "A circle and a square.", "A circle and a square, noted.")
     now = probe.session(session_id)
     assert now.get("state") == "ALIVE" and now.get("pid") != before["pid"], (before, now)
