@@ -345,8 +345,12 @@ async def test_a_restart_closes_every_device_with_1001(device_server) -> None:
     first = pair(device_server.url, OWNER_KEY, OWNER_PIN)
     second = pair(device_server.url, OWNER_KEY, OWNER_PIN)
     a, _ = await connected(device_server.url, first["token"])
+    # Each device answers pings from the moment it is connected: on a loaded machine the
+    # second one's actor can take longer to start than the silence limit (4408 for the first).
+    a_closed = asyncio.create_task(a.closed(timeout=120))
     b, _ = await connected(device_server.url, second["token"])
+    b_closed = asyncio.create_task(b.closed(timeout=120))
     stopping = asyncio.create_task(asyncio.to_thread(device_server.stop))
-    codes = await asyncio.gather(a.closed(timeout=60), b.closed(timeout=60))
+    codes = await asyncio.gather(a_closed, b_closed)
     await stopping
     assert [c for c, _ in codes] == [1001, 1001]
