@@ -180,9 +180,13 @@ class RelayActor:
             return _batch(messages, head)
         return await self._guard(run())
 
+    def _rechecking(self) -> bool:
+        """Restarted a moment ago: what arrives may be a retry of something the dead actor did."""
+        return time.monotonic() < self._recheck_until
+
     async def _stored_already(self, tokens: list[str]) -> dict[str, dict[str, Any]]:
         """Envelopes already in the log for these post or upload tokens (only just after a restart)."""
-        if time.monotonic() >= self._recheck_until:
+        if not self._rechecking():
             return {}
         return await repo.posted_envelopes(self.store, self.uid, tokens)
 
@@ -234,8 +238,7 @@ class RelayActor:
                     if token:
                         plan.posted = {plan.envelopes[0]["seq"]: token}
                     final = stored_file_path(self.config.data_dir, self.uid, name)
-                    await asyncio.to_thread(_move_into_place, tmp_path, final,
-                                            bool(token) and time.monotonic() < self._recheck_until)
+                    await asyncio.to_thread(_move_into_place, tmp_path, final, bool(token) and self._rechecking())
                     await self._apply(plan, str(final))
                     return Envelope.model_validate(plan.envelopes[0])
             finally:
