@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # and a custom Ray resource (cluster.yaml's `agent_node`) whose nodes they prefer.
     iriis_session_spares: int = Field(default=2, ge=0, le=64)
     iriis_session_prefer_resource: str = ""
+    # Session actor processes started at once when a burst of new conversations finds no spare:
+    # the rest wait their turn (in order) instead of sharing the cores with every other start.
+    iriis_session_cold_starts: int = Field(default=2, ge=1, le=64)
     # Backpressure: HTTP requests one gateway replica handles at once before it answers 503
     # with Retry-After (WebSockets are not counted).
     iriis_gateway_max_ongoing: int = Field(default=200, ge=1)

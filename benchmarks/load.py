@@ -330,7 +330,8 @@ async def main() -> None:
                         except (httpx.HTTPError, KeyError, ValueError):
                             await asyncio.sleep(1)
             deadline = time.monotonic() + args.max_seconds
-            sequential = await probe(server, args.probe, args.pause, args.reply_gap)
+            if args.probe:
+                sequential = await probe(server, args.probe, args.pause, args.reply_gap)
             for n in levels:
                 if time.monotonic() > deadline:
                     results.append({"conversations": n, "skipped": "past --max-seconds"})

@@ -148,7 +148,7 @@ async def test_the_next_spare_waits_for_the_adopted_conversations_first_turn(con
     handle = await session_handle("conv-first", config, None)
     assert await handle.open.remote(True, "chat") == "chat"
     await asyncio.sleep(1.5)
-    assert await reg.counts.remote() == {"live": 1, "spare": 1, "starting": 0}
+    assert await reg.counts.remote() == {"live": 1, "spare": 1, "starting": 0, "queued": 0}
     # A turn ends (with no model it ends in an error event): the next spare starts now, long
     # before refill_wait.
     events = [await ref async for ref in handle.chat.options(num_returns="streaming").remote("hello")]
@@ -159,3 +159,33 @@ async def test_the_next_spare_waits_for_the_adopted_conversations_first_turn(con
     await session_handle("conv-y", config, None)
     await until(lambda: reg.counts.remote(), lambda c: c["spare"] + c["starting"] >= 1, timeout=30)
     await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=90)
+
+
+async def test_a_burst_with_no_spare_starts_its_processes_in_turn(config: SessionConfig) -> None:
+    """More new conversations than spares: each still gets its own actor, but the processes
+    start `cold_starts` at a time in the order the conversations came, so the first ones are
+    answered while the later ones wait, rather than every one waiting for all of them."""
+    config = config.model_copy(update={"spares": 0, "cold_starts": 1, "idle_seconds": 60.0})
+    reg = await registry(config, None)
+    got: list[tuple[str, int]] = []   # (conversation, slot actors that existed once it had its own)
+
+    async def first(session_id: str) -> object:
+        handle = await session_handle(session_id, config, None)
+        got.append((session_id, len(await live_actors_async(SLOT))))
+        return handle
+
+    order = ["burst-a", "burst-b", "burst-c"]
+    tasks = []
+    for session_id in order:
+        tasks.append(asyncio.create_task(first(session_id)))
+        # Each has reached the registry (waiting or answered) before the next one is sent.
+        await until(lambda: reg.counts.remote(), lambda c, n=len(tasks): c["queued"] + c["live"] == n, timeout=60)
+    handles = await asyncio.gather(*tasks)
+    assert [session_id for session_id, _ in got] == order
+    assert len({h._actor_id for h in handles}) == 3
+    # One at a time: when a conversation had its actor, at most the next one's had been started.
+    assert all(slots <= i + 2 for i, (_, slots) in enumerate(got)), got
+    assert await reg.counts.remote() == {"live": 3, "spare": 0, "starting": 0, "queued": 0}
+    for session_id, handle in zip(order, handles, strict=True):
+        assert await handle.open.remote(True, "chat") == "chat"
+        assert (await find_session(session_id))._actor_id == handle._actor_id

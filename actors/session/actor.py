@@ -60,6 +60,7 @@ class SessionConfig(BaseModel):
     # the nodes they should prefer (any node when none is alive); see actors/session/pool.py.
     spares: int = 2
     refill_wait: float = 10.0   # the pool's next spare waits this long at most for a first turn
+    cold_starts: int = 2        # actor processes the pool starts at once (spares and a burst's)
     prefer_resource: str = ""
 
 

@@ -56,6 +56,8 @@ class SessionRegistry:
         self.spare: list[Any] = []
         self._adopting: dict[str, asyncio.Task[Any]] = {}
         self._starting = 0
+        self._queued = 0             # new conversations waiting for a cold start
+        self._start_slots: asyncio.Semaphore | None = None
         self._refill: asyncio.Task[None] | None = None
         self._after: Any = None      # an adopted actor whose first turn the next spare waits for
         self._waiting: asyncio.Task[None] | None = None
@@ -151,7 +153,8 @@ class SessionRegistry:
                 continue
             self._starting += 1
             try:
-                handle = await self._warm_slot()
+                async with self._starts():
+                    handle = await self._warm_slot()
                 self.spare.append(handle)
             except Exception as exc:  # noqa: BLE001 - try again on the next adoption
                 log.warning("could not start a spare session actor: %s", exc)
@@ -161,18 +164,42 @@ class SessionRegistry:
             # One spare warming at a time: the next one starts after it.
             await self._warm_process(handle)
 
-    async def _adopt(self, session_id: str) -> Any:
+    async def _from_spares(self, session_id: str) -> Any | None:
         while self.spare:
             handle = self.spare.pop(0)
             try:
                 if await handle.adopt.remote(session_id) == session_id:
-                    break
+                    return handle
             except RayActorError:
                 continue  # a spare that died while waiting
-        else:
-            handle = await asyncio.to_thread(self._new_slot)
-            if await handle.adopt.remote(session_id) != session_id:
-                raise RuntimeError("a new session actor refused its conversation")
+        return None
+
+    async def _cold_start(self, session_id: str) -> Any:
+        """No spare on offer (a burst): a process started for this conversation, at most
+        `cold_starts` at once with the spares' own starts, in the order the conversations came.
+        All at once, N starts share the cores and every one of them waits for the slowest; in
+        turn, the first ones are answered while the rest still wait. A spare that came up
+        meanwhile is taken instead."""
+        self._queued += 1
+        try:
+            async with self._starts():
+                handle = await self._from_spares(session_id)
+                if handle is not None:
+                    return handle
+                handle = await asyncio.to_thread(self._new_slot)
+                if await handle.adopt.remote(session_id) != session_id:
+                    raise RuntimeError("a new session actor refused its conversation")
+                return handle
+        finally:
+            self._queued -= 1
+
+    def _starts(self) -> asyncio.Semaphore:
+        if self._start_slots is None:
+            self._start_slots = asyncio.Semaphore(max(1, self.config.cold_starts))
+        return self._start_slots
+
+    async def _adopt(self, session_id: str) -> Any:
+        handle = await self._from_spares(session_id) or await self._cold_start(session_id)
         self.live[session_id] = handle
         self._top_up(handle if self.spare else None)
         return handle
@@ -218,7 +245,8 @@ class SessionRegistry:
 
     async def counts(self) -> dict[str, int]:
         await self._ensure_ready()
-        return {"live": len(self.live), "spare": len(self.spare), "starting": self._starting}
+        return {"live": len(self.live), "spare": len(self.spare), "starting": self._starting,
+                "queued": self._queued}
 
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""

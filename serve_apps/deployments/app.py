@@ -20,7 +20,8 @@ def session_config(settings: Settings, database_url: str) -> SessionConfig:
     """How conversations run, for the gateway's and the scheduler's alike."""
     return SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
                          idle_seconds=settings.iriis_session_idle_seconds, spares=settings.iriis_session_spares,
-                         prefer_resource=settings.iriis_session_prefer_resource)
+                         prefer_resource=settings.iriis_session_prefer_resource,
+                         cold_starts=settings.iriis_session_cold_starts)
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],
