@@ -190,3 +190,20 @@ def test_snapshot(state: RouterState, clock: FakeClock) -> None:
     assert snap["a/m"] == {"key": "a/m", "ema": 1.25, "resting_s": 0.0, "retired": False, "max_images": 8}
     assert snap["b/m"]["resting_s"] == pytest.approx(SERVER_ERROR_REST - 5)
     assert snap["c/m"]["retired"] is True
+
+
+def test_a_copy_on_another_clock_keeps_the_order_and_the_rests(state: RouterState, clock: FakeClock) -> None:
+    """A caller's mirror may run on another node, whose monotonic clock reads something else."""
+    state.record_success("c/m", 0.2)
+    state.record_server_error("a/m")
+    state.record_not_found("b/m")
+    elsewhere = FakeClock(now=5.0)
+    copy = RouterState.from_portable(state.portable(), clock=elsewhere)
+    assert keys(copy.candidates()) == keys(state.candidates()) == ["c/m"]
+    resting = {e["key"]: e["resting_s"] for e in copy.snapshot()}
+    assert resting["a/m"] == pytest.approx(SERVER_ERROR_REST)
+    elsewhere.advance(SERVER_ERROR_REST)
+    assert keys(copy.candidates()) == ["c/m", "a/m"]
+    # The copy is its own: what it is told does not change the original.
+    copy.record_timeout("c/m")
+    assert keys(state.candidates()) == ["c/m"]

@@ -145,6 +145,22 @@ class RouterState:
             return None
         return min(waits)
 
+    def portable(self) -> list[RouteEntry]:
+        """The entries with each rest given as seconds from now, for `from_portable` in another
+        process: monotonic clocks are per machine, so an absolute rest would mean nothing on
+        another node."""
+        now = self._clock()
+        return [entry.model_copy(update={"rest_until": max(0.0, entry.rest_until - now)})
+                for entry in self._entries]
+
+    @classmethod
+    def from_portable(cls, entries: list[RouteEntry],
+                      clock: Callable[[], float] = time.monotonic) -> "RouterState":
+        """A copy of another process's state (`portable`), its rests counted on this clock."""
+        now = clock()
+        return cls([entry.model_copy(update={"rest_until": now + entry.rest_until if entry.rest_until > 0 else 0.0})
+                    for entry in entries], clock)
+
     def snapshot(self) -> list[dict[str, Any]]:
         now = self._clock()
         return [
