@@ -63,3 +63,15 @@ def test_paddleocr_folders_without_the_package_say_so(tmp_path: Path, monkeypatc
     (tmp_path / "rec").mkdir()
     with pytest.raises(OcrUnavailable, match="paddleocr is not installed"):
         make_ocr({"IRIIS_PADDLEOCR_DET_DIR": str(tmp_path / "det"), "IRIIS_PADDLEOCR_REC_DIR": str(tmp_path / "rec")})
+
+
+def test_the_ocr_lane_keeps_to_its_threads() -> None:
+    """One thread by default (the frame loop's detection has the other core), as configured."""
+    def threads(engine: RapidOcrEngine) -> int:
+        return engine._engine.cfg.EngineConfig.onnxruntime.intra_op_num_threads
+
+    assert threads(make_ocr({})) == 1
+    assert threads(make_ocr({"IRIIS_OCR_THREADS": "2"})) == 2
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(OcrUnavailable, match="IRIIS_OCR_THREADS"):
+            make_ocr({"IRIIS_OCR_THREADS": bad})

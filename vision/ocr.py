@@ -66,7 +66,7 @@ class RapidOcrEngine:
 
     name = "rapidocr"
 
-    def __init__(self, *, min_confidence: float = 0.5, limit_side_len: int = 640) -> None:
+    def __init__(self, *, min_confidence: float = 0.5, limit_side_len: int = 640, threads: int = 1) -> None:
         from rapidocr import RapidOCR
 
         self.min_confidence = min_confidence
@@ -76,6 +76,11 @@ class RapidOcrEngine:
                 "Det.limit_type": "max",
                 "Det.limit_side_len": limit_side_len,
                 "Global.log_level": "warning",
+                # The OCR lane runs beside the frame loop's detection: one thread keeps it on
+                # one core instead of contending for all of them (benchmarks/perception.py: the
+                # camera socket's frames/s 8.8 -> 12.4 on 2 cores, the OCR itself as fast).
+                "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+                "EngineConfig.onnxruntime.inter_op_num_threads": 1,
             }
         )
         self._lock = threading.Lock()
@@ -170,4 +175,7 @@ def make_ocr(env: Mapping[str, str] | None = None) -> OcrEngine:
             det_model=env.get("IRIIS_PADDLEOCR_DET_MODEL", "").strip() or "PP-OCRv5_mobile_det",
             rec_model=env.get("IRIIS_PADDLEOCR_REC_MODEL", "").strip() or "PP-OCRv5_mobile_rec",
         )
-    return RapidOcrEngine()
+    threads = env.get("IRIIS_OCR_THREADS", "").strip()
+    if threads and not (threads.isdigit() and int(threads) > 0):
+        raise OcrUnavailable(f"IRIIS_OCR_THREADS must be a whole number of threads above 0, not {threads!r}")
+    return RapidOcrEngine(threads=int(threads or 1))
