@@ -189,3 +189,22 @@ async def test_a_burst_with_no_spare_starts_its_processes_in_turn(config: Sessio
     for session_id, handle in zip(order, handles, strict=True):
         assert await handle.open.remote(True, "chat") == "chat"
         assert (await find_session(session_id))._actor_id == handle._actor_id
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["caller-held-it", "registry-still-lists-it"])
+async def test_opening_a_conversation_whose_actor_is_gone_gets_a_fresh_one(config: SessionConfig, held: bool) -> None:
+    """The one path the gateway, the scheduler and a camera stream open a conversation by: an
+    actor gone for good (an idle exit) is replaced at the first try, whether the caller still
+    held its handle or the registry still listed it (its sweep had not run yet)."""
+    from actors.common.restart import open_conversation
+
+    def opening(actor):
+        return actor.open.remote(True, "chat")
+
+    handle, channel = await open_conversation("conv-gone", None, opening, lambda: registry(config, None))
+    assert channel == "chat"
+    ray.kill(handle, no_restart=True)
+    fresh, channel = await open_conversation("conv-gone", handle if held else None, opening,
+                                             lambda: registry(config, None))
+    assert channel == "chat" and fresh._actor_id != handle._actor_id
+    assert (await find_session("conv-gone"))._actor_id == fresh._actor_id

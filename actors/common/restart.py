@@ -10,9 +10,11 @@ until the actor is back or `wait` seconds have passed; an actor that is gone for
 Only for calls that may safely run twice (reads, registrations, idempotent writes): an
 action that may already have run must not be made again.
 
-`reopen_session` finds a conversation's actor again for a caller that holds its handle beyond
-one request (a camera stream's hand-offs): the same one once restarted, or, when it exited
-while idle, the one the session registry gives that conversation now.
+`open_conversation` is the one way every caller (the gateway, the scheduler, a camera stream's
+hand-offs through `reopen_session`) opens a conversation's actor: the handle it holds, the same
+one once restarted in place, or, when that one is gone for good (it exited while idle), the one
+the session registry gives that conversation now. The caller says how to reach the registry,
+so this module needs no import of the session package.
 
 `begin_stream` is for a streaming call whose first item comes before it does anything (a
 session's turn names itself first): if the actor turns out gone before that item, the call
@@ -72,24 +74,40 @@ async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
         yield await ref
 
 
-async def reopen_session(session_id: str, handle: Any) -> Any:
-    """The conversation's actor, opened (rebuilt from the store), after a call to `handle`
-    failed: `handle` itself once it has restarted in place, or, when it is gone for good, the
-    actor the session registry ("sessions") holds or adopts for `session_id` now. Raises
-    RayActorError when neither can be had."""
+async def open_conversation(session_id: str, handle: Any | None, open_call: Callable[[Any], Awaitable[T]],
+                            registry: Callable[[], Awaitable[Any | None]]) -> tuple[Any, T]:
+    """The actor holding `session_id` and what `open_call(actor)` answered (`open` loads the
+    conversation from the store). `handle` is the one the caller holds, if any, else the
+    registry's. One restarting in place is waited for; one gone for good is reported to the
+    registry (which keeps an entry until told, or until its sweep) and the actor it gives now
+    is opened instead, once. Raises RayActorError when neither answers."""
+    if handle is None:
+        handle = await _registry(registry, session_id)
     try:
-        await through_restart(lambda: handle.open.remote())
-        return handle
+        return handle, await through_restart(lambda: open_call(handle))
     except RayActorError as exc:
-        registry = await find_actor_async(SESSIONS)
-        if registry is None:
-            raise
         gone = exc
-    # The registry drops its entry for the dead actor only when told, then adopts a fresh one.
-    await registry.forget.remote(session_id, handle._actor_id.hex())
-    fresh = await registry.acquire.remote(session_id)
+    found = await registry()
+    if found is None:
+        raise gone
+    await found.forget.remote(session_id, handle._actor_id.hex())
+    fresh = await found.acquire.remote(session_id)
     try:
-        await through_restart(lambda: fresh.open.remote())
+        return fresh, await through_restart(lambda: open_call(fresh))
     except RayActorError:
         raise gone from None
+
+
+async def _registry(registry: Callable[[], Awaitable[Any | None]], session_id: str) -> Any:
+    found = await registry()
+    if found is None:
+        raise RuntimeError(f"no session registry to give conversation {session_id!r} an actor")
+    return await found.acquire.remote(session_id)
+
+
+async def reopen_session(session_id: str, handle: Any) -> Any:
+    """The conversation's actor, opened, after a call to `handle` failed (a camera stream's
+    hand-offs): the registry is found by name, never started from here."""
+    fresh, _ = await open_conversation(session_id, handle, lambda actor: actor.open.remote(),
+                                       lambda: find_actor_async(SESSIONS))
     return fresh

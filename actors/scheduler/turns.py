@@ -8,9 +8,9 @@ from typing import Any
 
 from ray.exceptions import RayActorError
 
-from actors.common.restart import begin_stream, then, through_restart
+from actors.common.restart import begin_stream, open_conversation, then
 from actors.session.actor import SessionConfig
-from actors.session.pool import find_session, forget_session, session_handle
+from actors.session.pool import find_session, registry, session_handle
 from actors.session.events import TurnEvent
 
 TASK_CHANNEL = "task"
@@ -34,19 +34,17 @@ class SessionTurns:
         return handle
 
     async def open(self, conversation_id: str) -> Any:
-        """The conversation's live actor, loaded (one restarting in place is waited for)."""
-        for attempt in range(2):
-            handle = await self._handle(conversation_id)
-            try:
-                await through_restart(lambda: handle.open.remote(True, self.channel))
-                return handle
-            except RayActorError:
-                # It exited while idle since we cached it: a fresh one rebuilds from the store.
-                self._handles.pop(conversation_id, None)
-                await forget_session(conversation_id, handle, self.session, self.agent)
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        """The conversation's live actor, loaded (one restarting in place is waited for, one
+        that exited while idle since we cached it replaced by a fresh one, rebuilt from the store)."""
+        try:
+            handle, _ = await open_conversation(
+                conversation_id, self._handles.get(conversation_id),
+                lambda actor: actor.open.remote(True, self.channel), lambda: registry(self.session, self.agent))
+        except RayActorError:
+            self._handles.pop(conversation_id, None)
+            raise
+        self._handles[conversation_id] = handle
+        return handle
 
     async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
                   work_only: bool = False) -> AsyncIterator[TurnEvent]:

@@ -12,8 +12,10 @@ remembers which actor holds which conversation: the actors are named `session-sl
 restarted registry rebuilds that map by asking each of them, and one that exited (idle, or
 killed) is dropped the next time somebody reports it dead or the sweep runs.
 
-Callers use the module functions (`session_handle`, `forget_session`, `find_session`), which look
-the registry up once per process without blocking the event loop.
+Callers use the module functions (`session_handle`, `forget_session`, `find_session`, and
+`registry` for `actors.common.restart.open_conversation`, the one path that opens a
+conversation's actor and replaces one gone for good), which look the registry up once per
+process without blocking the event loop.
 """
 
 from __future__ import annotations

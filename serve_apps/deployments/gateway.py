@@ -25,9 +25,9 @@ from actors.devices.privacy import event_for_reader
 from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.session.actor import SessionNotFound
-from actors.common.restart import begin_stream, then, through_restart
+from actors.common.restart import begin_stream, open_conversation, then
 from actors.session.durable import lost_turn
-from actors.session.pool import forget_session, session_handle
+from actors.session.pool import registry
 from actors.session.events import (
     ENDS_TURN,
     Done,
@@ -154,34 +154,27 @@ class Gateway:
         if not create and session_id not in self._sessions:
             if await self.store.get_conversation(session_id) is None:
                 raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
-        for attempt in range(2):
-            handle = self._sessions.get(session_id)
-            if handle is None:
-                # A warm pooled actor adopts a new conversation (actors/session/pool.py).
-                handle = await session_handle(session_id, self.config.session, self.agent)
-                self._sessions[session_id] = handle
-                while len(self._sessions) > HANDLE_CACHE:
-                    self._sessions.popitem(last=False)
-            self._sessions.move_to_end(session_id)
-            try:
-                # `open` is cheap once loaded, and it is how we learn a cached actor has exited.
-                # One restarting in place (killed, max_restarts) is waited for, not replaced.
-                channel = await through_restart(
-                    lambda: handle.open.remote(create, HEALTH_CHANNEL if health_check else "chat"))
-                if not channel:
-                    raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
-                if health_check and channel != HEALTH_CHANNEL:
-                    raise ApiError(422, "invalid_request",
-                                   f"Session {session_id!r} is a conversation, not a health check; "
-                                   "leave out session_id to start a health-check session.")
-                return handle
-            except RayActorError:
-                # It exited while idle (or crashed) since we cached it: start a fresh one.
-                self._sessions.pop(session_id, None)
-                await forget_session(session_id, handle, self.config.session, self.agent)
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        channel_wanted = HEALTH_CHANNEL if health_check else "chat"
+        try:
+            # A new conversation gets a warm pooled actor (actors/session/pool.py). `open` is
+            # cheap once loaded, and it is how we learn a cached actor has exited.
+            handle, channel = await open_conversation(
+                session_id, self._sessions.get(session_id), lambda actor: actor.open.remote(create, channel_wanted),
+                lambda: registry(self.config.session, self.agent))
+        except RayActorError:
+            self._sessions.pop(session_id, None)
+            raise
+        self._sessions[session_id] = handle
+        self._sessions.move_to_end(session_id)
+        while len(self._sessions) > HANDLE_CACHE:
+            self._sessions.popitem(last=False)
+        if not channel:
+            raise ApiError(404, "session_not_found", f"No session {session_id!r}.")
+        if health_check and channel != HEALTH_CHANNEL:
+            raise ApiError(422, "invalid_request",
+                           f"Session {session_id!r} is a conversation, not a health check; "
+                           "leave out session_id to start a health-check session.")
+        return handle
 
     async def _turn(self, session_id: str, handle: Any, start: Any) -> tuple[Any, Any, Any]:
         """Start a turn and wait for its first event (the turn's id, sent at once), before any
