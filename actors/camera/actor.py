@@ -268,8 +268,9 @@ class CameraActorBase:
             self.push(Answer.of(question, answer, "none"))
             return answer.model_dump()
         started = time.monotonic()
-        context = await self.contexts.build(question)
-        messages = build_messages(context, await self._frame_b64(), mode="question", question=question)
+        # The context's store reads and the frame's re-encoding, side by side.
+        context, frame = await asyncio.gather(self.contexts.build(question), self._frame_b64())
+        messages = build_messages(context, frame, mode="question", question=question)
         result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
                             person_waiting=True, fallback=self._fallback)
         checked = self.state.check(result.answer, question)
@@ -300,8 +301,8 @@ class CameraActorBase:
         if not await fast_provider_free(self.router):
             return
         try:
-            context = await self.contexts.build(text or self.state.goal)
-            messages = build_messages(context, await self._frame_b64(), mode=mode, question=text)  # type: ignore[arg-type]
+            context, frame = await asyncio.gather(self.contexts.build(text or self.state.goal), self._frame_b64())
+            messages = build_messages(context, frame, mode=mode, question=text)  # type: ignore[arg-type]
             result = await look(self.router, self.providers, messages, timeout=self.config.timeout,
                                 person_waiting=False, fallback=lambda: VlmAnswer(say="", status="ok"))
             if result.source != "model":

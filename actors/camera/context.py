@@ -4,6 +4,7 @@ the sources are plain async callables, read from the store in the actor and fake
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -54,8 +55,10 @@ class ContextBuilder:
         return cls(state, persona=persona, items=items, documents=documents)
 
     async def build(self, query: str) -> VisionContext:
-        profile = owner_profile(await self._persona())
-        chosen = select(await self._items(), query, self._clock())
+        # Two store reads at once: this is on the way to every answer.
+        persona, items = await asyncio.gather(self._persona(), self._items())
+        profile = owner_profile(persona)
+        chosen = select(items, query, self._clock())
         # Only what the owner's own words taught: an item learned from outside content is not a fact.
         facts = "; ".join(i.text for i in chosen.memories + chosen.people if not i.provenance)
         if self._documents is None:
