@@ -14,7 +14,7 @@ import ray
 
 from actors.common.names import SESSIONS, find_actor_async, live_actors_async
 from actors.session.actor import SessionConfig, live_sessions_async
-from actors.session.pool import SLOT, find_session, forget_session, registry, session_handle
+from actors.session.pool import SLOT, find_session, registry, session_handle
 from actors.store.migrate import migrate
 from actors.store.store import Store
 
@@ -94,7 +94,7 @@ async def test_a_crashed_actor_comes_back_as_the_same_conversation(config: Sessi
     await until(lambda: handle.adopt.remote(""), lambda held: held == "conv-crash", timeout=60,
                 errors=(ray.exceptions.RayActorError,))
     assert await handle.open.remote(False) == "chat"
-    await forget_session("conv-crash", handle, config, None)
+    await (await registry(config, None)).forget.remote("conv-crash", handle._actor_id.hex())
     assert (await session_handle("conv-crash", config, None))._actor_id == handle._actor_id
 
 
@@ -105,7 +105,7 @@ async def test_after_idle_exit_a_fresh_actor_rebuilds_from_the_store(config: Ses
         for _ in range(120):
             await handle.adopt.remote("")
             await asyncio.sleep(0.5)
-    await forget_session("conv-idle", handle, config, None)
+    await (await registry(config, None)).forget.remote("conv-idle", handle._actor_id.hex())
     fresh = await session_handle("conv-idle", config, None)
     assert fresh._actor_id != handle._actor_id
     assert await fresh.open.remote(False) == "task"

@@ -82,7 +82,10 @@ async def open_conversation(session_id: str, handle: Any | None, open_call: Call
     registry (which keeps an entry until told, or until its sweep) and the actor it gives now
     is opened instead, once. Raises RayActorError when neither answers."""
     if handle is None:
-        handle = await _registry(registry, session_id)
+        found = await registry()
+        if found is None:
+            raise RuntimeError(f"no session registry to give conversation {session_id!r} an actor")
+        handle = await found.acquire.remote(session_id)
     try:
         return handle, await through_restart(lambda: open_call(handle))
     except RayActorError as exc:
@@ -96,13 +99,6 @@ async def open_conversation(session_id: str, handle: Any | None, open_call: Call
         return fresh, await through_restart(lambda: open_call(fresh))
     except RayActorError:
         raise gone from None
-
-
-async def _registry(registry: Callable[[], Awaitable[Any | None]], session_id: str) -> Any:
-    found = await registry()
-    if found is None:
-        raise RuntimeError(f"no session registry to give conversation {session_id!r} an actor")
-    return await found.acquire.remote(session_id)
 
 
 async def reopen_session(session_id: str, handle: Any) -> Any:

@@ -173,20 +173,20 @@ class RemoteRouter:
             return self._mirror.candidates(images)
         return await self._call("candidates", images)
 
-    async def record(self, key: str, outcome: str, value: float | None = None) -> float:
+    def _mirror_outcome(self, key: str, outcome: str, value: float | None) -> None:
+        """The mirror learns an outcome at once, before the actor's next copy arrives."""
         if self._mirror is not None:
             try:
                 apply_outcome(self._mirror, key, outcome, value)
             except KeyError:
-                pass  # an entry the mirror has not seen yet: the actor's answer counts
+                pass  # an entry the mirror has not seen yet: the actor's copy brings it
+
+    async def record(self, key: str, outcome: str, value: float | None = None) -> float:
+        self._mirror_outcome(key, outcome, value)
         return await self._call("record", key, outcome, value)
 
     def note_success(self, key: str, elapsed: float) -> None:
-        if self._mirror is not None:
-            try:
-                self._mirror.record_success(key, elapsed)
-            except KeyError:
-                pass
+        self._mirror_outcome(key, "success", elapsed)
         # Fire and forget; calls from one caller reach the actor in order.
         self.handle.record.remote(key, "success", elapsed)
 

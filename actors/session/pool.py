@@ -12,7 +12,7 @@ remembers which actor holds which conversation: the actors are named `session-sl
 restarted registry rebuilds that map by asking each of them, and one that exited (idle, or
 killed) is dropped the next time somebody reports it dead or the sweep runs.
 
-Callers use the module functions (`session_handle`, `forget_session`, `find_session`, and
+Callers use the module functions (`session_handle`, `find_session`, and
 `registry` for `actors.common.restart.open_conversation`, the one path that opens a
 conversation's actor and replaces one gone for good), which look the registry up once per
 process without blocking the event loop.
@@ -294,14 +294,6 @@ async def registry(config: SessionConfig, agent: Any) -> Any:
 async def session_handle(session_id: str, config: SessionConfig, agent: Any) -> Any:
     """The SessionActor for a conversation, warm: call its `open` next (it loads or creates)."""
     return await (await registry(config, agent)).acquire.remote(session_id)
-
-
-async def forget_session(session_id: str, handle: Any, config: SessionConfig, agent: Any) -> None:
-    """Tell the registry `handle` is dead, so the next `session_handle` starts afresh."""
-    try:
-        await (await registry(config, agent)).forget.remote(session_id, _actor_id(handle))
-    except RayActorError:
-        pass
 
 
 async def find_session(session_id: str) -> Any | None:
