@@ -201,9 +201,15 @@ async def test_opening_a_conversation_whose_actor_is_gone_gets_a_fresh_one(confi
     def opening(actor):
         return actor.open.remote(True, "chat")
 
+    config = config.model_copy(update={"idle_seconds": 60.0})
     handle, channel = await open_conversation("conv-gone", None, opening, lambda: registry(config, None))
     assert channel == "chat"
     ray.kill(handle, no_restart=True)
+    # ray.kill returns before the actor is gone: wait until it is (as an idle exit leaves it).
+    with pytest.raises(ray.exceptions.RayActorError):
+        for _ in range(120):
+            await handle.adopt.remote("")
+            await asyncio.sleep(0.25)
     fresh, channel = await open_conversation("conv-gone", handle if held else None, opening,
                                              lambda: registry(config, None))
     assert channel == "chat" and fresh._actor_id != handle._actor_id
