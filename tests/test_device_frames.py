@@ -211,3 +211,39 @@ async def test_the_provider_reads_a_call_reply_and_raises_its_error_message() ->
             await busy.call("device3_files", "files_read", {})
     finally:
         CALL_SCOPE.reset(token)
+
+
+async def test_a_read_waits_through_a_restart_but_an_action_is_never_sent_twice() -> None:
+    from ray.exceptions import ActorUnavailableError
+
+    from actors.common.toolspec import ToolError, ToolSpec
+    from actors.devices.provider import CALL_SCOPE, DeviceProvider
+
+    class Restarting:
+        """The first call finds the actor restarting; later ones reach it."""
+        def __init__(self) -> None:
+            self.call = self
+            self.asked: list[str] = []
+
+        async def remote(self, tool: str, arguments: dict[str, Any], here: bool) -> CallReply:
+            self.asked.append(tool)
+            if len(self.asked) == 1:
+                raise ActorUnavailableError("restarting", None)
+            return CallReply(ok=True, content={"summary": "S", "text": "T"})
+
+    def spec(name: str, tier: int) -> ToolSpec:
+        return ToolSpec(name=name, description="", parameters={"type": "object"}, tier=tier, source="device3_files")
+
+    info = {"id": 3, "person": 1, "label": "Desk", "kind": "mac", "on": ["files"], "off": []}
+    servers = {"device3_files": [spec("files_read", 0), spec("files_delete", 2)]}
+    token = CALL_SCOPE.set({"person": 1, "device": None})
+    try:
+        read = Restarting()
+        assert (await DeviceProvider(info, servers, read).call("device3_files", "files_read", {})).text == "S\nT"
+        assert read.asked == ["files_read", "files_read"]
+        action = Restarting()
+        with pytest.raises(ToolError, match="may or may not have run"):
+            await DeviceProvider(info, servers, action).call("device3_files", "files_delete", {})
+        assert action.asked == ["files_delete"]
+    finally:
+        CALL_SCOPE.reset(token)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from ray.exceptions import RayActorError
+
+from actors.common.restart import through_restart
 from actors.devices.calls import CallReply
 from actors.devices.grants import device_of_server, skills_note
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
@@ -18,6 +21,10 @@ from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 CALL_SCOPE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("device_call_scope", default=None)
 DEVICES_TOOL = "my_devices"
 DEVICES_SERVER = "devices"
+# How long a read waits for a restarted DeviceActor (its socket registers again within seconds).
+RESTART_WAIT = 20.0
+INTERRUPTED = ("the connection to the device restarted during this call, so it may or may not "
+               "have run there; check its effect before asking for it again")
 
 
 class DeviceProvider:
@@ -39,13 +46,23 @@ class DeviceProvider:
     def servers(self) -> dict[str, list[ToolSpec]]:
         return self._servers
 
+    def tier(self, server: str, tool: str) -> int | None:
+        return next((s.tier for s in self._servers.get(server, []) if s.name == tool), None)
+
     async def call(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolOutput:
         scope = CALL_SCOPE.get() or {}
         if scope.get("person") != self.info["person"]:
             # Defence in depth: the listing never offers another person's device tools.
             raise ToolError(f"there is no tool named {tool!r}")
         here = scope.get("device") == self.info["id"]
-        reply: CallReply = await self.handle.call.remote(tool, arguments, here)
+        async def once() -> CallReply:
+            return await self.handle.call.remote(tool, arguments, here)
+        try:
+            # A read (tier 0) may safely be asked twice: it waits through the actor's restart.
+            # An action that may already have reached the device is never sent again.
+            reply = await (through_restart(once, RESTART_WAIT) if self.tier(server, tool) == 0 else once())
+        except RayActorError:
+            raise ToolError(INTERRUPTED) from None
         if not reply.ok:
             raise ToolError(reply.text())
         return ToolOutput(text=reply.text())
