@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     # Session actor processes started at once when a burst of new conversations finds no spare:
     # the rest wait their turn (in order) instead of sharing the cores with every other start.
     iriis_session_cold_starts: int = Field(default=2, ge=1, le=64)
+    # A new conversation whose estimated wait in that queue is longer than this is answered
+    # 503 with Retry-After at once (background turns wait however long).
+    iriis_session_start_wait: float = Field(default=30.0, gt=0)
     # Backpressure: HTTP requests one gateway replica handles at once before it answers 503
     # with Retry-After (WebSockets are not counted).
     iriis_gateway_max_ongoing: int = Field(default=200, ge=1)

@@ -120,3 +120,78 @@ def test_over_the_limit_is_503_with_retry_after_not_a_hang(busy_server) -> None:
         sessions = client.get("/v1/sessions")
         assert sessions.status_code == 200
         assert sessions.json()["count"] >= 2
+
+
+# -- a burst of new conversations with no spare ------------------------------------------------
+
+BURST = 4
+
+
+@pytest.fixture(scope="module")
+def burst_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    scripted = ScriptedOpenAI().start()
+    home: Path = tmp_path_factory.mktemp("home-burst")
+    (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
+    proc = ServerProcess(home, {
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
+        "OPENAI_BASE_URL": scripted.base_url,
+        "OPENAI_API_KEY": "sk-scripted",
+        "IRIIS_CHAT_MODEL": "scripted-model",
+        "IRIIS_OWNER_KEYS": KEY,
+        # No warm spare, one process start at a time, and a bound shorter than any start: a
+        # burst's first conversation starts at once and the ones behind it are sent away.
+        "IRIIS_SESSION_SPARES": "0",
+        "IRIIS_SESSION_COLD_STARTS": "1",
+        "IRIIS_SESSION_START_WAIT": "0.5",
+    }).start()
+    yield proc, scripted
+    proc.stop()
+    scripted.stop()
+
+
+async def new_chat(client: httpx.AsyncClient, message: str) -> tuple[int, dict[str, str], list[tuple[str, dict]]]:
+    async with client.stream("POST", "/v1/chat", json={"message": message}) as resp:
+        if resp.status_code != 200:
+            return resp.status_code, dict(resp.headers), [("body", json.loads(await resp.aread()))]
+        events, event = [], "message"
+        async for line in resp.aiter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                events.append((event, json.loads(line[5:])))
+        return 200, dict(resp.headers), events
+
+
+@pytest.mark.e2e
+async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_served(burst_server) -> None:
+    proc, scripted = burst_server
+    scripted.enqueue(*(text(f"Answer {i}.") for i in range(BURST)))
+    async with httpx.AsyncClient(base_url=proc.url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as client:
+        answers = await asyncio.gather(*(new_chat(client, f"burst {i}") for i in range(BURST)))
+        served = [events for status, _, events in answers if status == 200]
+        refused = [(i, headers, events) for i, (status, headers, events) in enumerate(answers) if status == 503]
+        assert len(served) + len(refused) == BURST, [a[0] for a in answers]
+        assert served and refused, "the first starts at once; the ones queued behind it are sent away"
+        for _, headers, [(_, body)] in refused:
+            assert 1 <= int(headers["retry-after"]) <= 60
+            assert body["error"]["code"] == "overloaded"
+            assert f"try again in {headers['retry-after']} s" in body["error"]["message"]
+        # A client that comes back when told is served (it may be told to wait once more).
+        for i, headers, _ in refused:
+            for _attempt in range(10):
+                await asyncio.sleep(int(headers["retry-after"]))
+                status, headers, events = await new_chat(client, f"burst {i}")
+                if status == 200:
+                    served.append(events)
+                    break
+                assert status == 503
+            else:
+                raise AssertionError(f"burst {i} was never served")
+        assert all(events[-1][0] == "done" for events in served)
+        assert sorted(events[-1][1]["text"] for events in served) == [f"Answer {i}." for i in range(BURST)]
+        # Nothing refused was half-kept: exactly one conversation per message, each complete.
+        sessions = (await client.get("/v1/sessions")).json()["data"]
+        assert len(sessions) == BURST
+        for session in sessions:
+            rows = (await client.get(f"/v1/sessions/{session['id']}/messages")).json()["data"]
+            assert [r["role"] for r in rows] == ["user", "assistant"]

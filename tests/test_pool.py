@@ -214,3 +214,31 @@ async def test_opening_a_conversation_whose_actor_is_gone_gets_a_fresh_one(confi
                                              lambda: registry(config, None))
     assert channel == "chat" and fresh._actor_id != handle._actor_id
     assert (await find_session("conv-gone"))._actor_id == fresh._actor_id
+
+
+async def test_a_new_conversation_past_the_start_wait_is_refused_with_when_to_come_back(config: SessionConfig) -> None:
+    """A burst with no spare: a newcomer whose wait for a process would be over the bound is
+    told at once (SessionsBusy with a retry_after) and holds nothing; one that gives no bound
+    (the scheduler's) waits its turn; the refused one, asked again once the queue is empty, has
+    its own actor."""
+    from actors.session.start_queue import SessionsBusy
+
+    config = config.model_copy(update={"spares": 0, "cold_starts": 1, "idle_seconds": 60.0})
+    reg = await registry(config, None)
+
+    async def acquire(session_id: str) -> object:
+        return await reg.acquire.remote(session_id)
+
+    first = asyncio.create_task(acquire("wait-a"))
+    second = asyncio.create_task(acquire("wait-b"))
+    await until(lambda: reg.counts.remote(), lambda c: c["queued"] == 2, timeout=60)
+    with pytest.raises(SessionsBusy) as refused:
+        await reg.acquire.remote("wait-c", 0.5)
+    assert 1 <= refused.value.retry_after <= 60
+    assert (await reg.counts.remote())["queued"] == 2      # the refusal took no place in the queue
+    handles = await asyncio.gather(first, second)
+    assert len({h._actor_id for h in handles}) == 2
+    # The queue is empty now: the same bound lets it in, and it starts at once.
+    third = await reg.acquire.remote("wait-c", 0.5)
+    assert await third.open.remote(True, "chat") == "chat"
+    assert third._actor_id not in {h._actor_id for h in handles}

@@ -75,17 +75,20 @@ async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
 
 
 async def open_conversation(session_id: str, handle: Any | None, open_call: Callable[[Any], Awaitable[T]],
-                            registry: Callable[[], Awaitable[Any | None]]) -> tuple[Any, T]:
+                            registry: Callable[[], Awaitable[Any | None]],
+                            start_wait: float | None = None) -> tuple[Any, T]:
     """The actor holding `session_id` and what `open_call(actor)` answered (`open` loads the
     conversation from the store). `handle` is the one the caller holds, if any, else the
     registry's. One restarting in place is waited for; one gone for good is reported to the
     registry (which keeps an entry until told, or until its sweep) and the actor it gives now
-    is opened instead, once. Raises RayActorError when neither answers."""
+    is opened instead, once. Raises RayActorError when neither answers. `start_wait` bounds
+    the seconds a conversation with no live actor may queue for a process in a burst (the
+    registry raises SessionsBusy past it); None waits however long."""
     if handle is None:
         found = await registry()
         if found is None:
             raise RuntimeError(f"no session registry to give conversation {session_id!r} an actor")
-        handle = await found.acquire.remote(session_id)
+        handle = await found.acquire.remote(session_id, start_wait)
     try:
         return handle, await through_restart(lambda: open_call(handle))
     except RayActorError as exc:
@@ -94,7 +97,7 @@ async def open_conversation(session_id: str, handle: Any | None, open_call: Call
     if found is None:
         raise gone
     await found.forget.remote(session_id, handle._actor_id.hex())
-    fresh = await found.acquire.remote(session_id)
+    fresh = await found.acquire.remote(session_id, start_wait)
     try:
         return fresh, await through_restart(lambda: open_call(fresh))
     except RayActorError:

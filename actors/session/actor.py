@@ -61,6 +61,7 @@ class SessionConfig(BaseModel):
     spares: int = 2
     refill_wait: float = 10.0   # the pool's next spare waits this long at most for a first turn
     cold_starts: int = 2        # actor processes the pool starts at once (spares and a burst's)
+    start_wait: float = 30.0    # seconds a person's new conversation may queue for one (else 503)
     prefer_resource: str = ""
 
 

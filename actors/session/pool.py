@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -31,6 +32,7 @@ from ray.exceptions import RayActorError
 from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
 from actors.common.placement import preferred_nodes, strategy
 from actors.session.actor import SessionActor, SessionConfig, forget_adoption
+from actors.session.start_queue import StartClock
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class SessionRegistry:
         self._starting = 0
         self._queued = 0             # new conversations waiting for a cold start
         self._start_slots: asyncio.Semaphore | None = None
+        self._clock = StartClock()    # how long one process start takes, lately
         self._refill: asyncio.Task[None] | None = None
         self._after: Any = None      # an adopted actor whose first turn the next spare waits for
         self._waiting: asyncio.Task[None] | None = None
@@ -156,7 +159,9 @@ class SessionRegistry:
             self._starting += 1
             try:
                 async with self._starts():
+                    began = time.monotonic()
                     handle = await self._warm_slot()
+                    self._clock.record(time.monotonic() - began)
                 self.spare.append(handle)
             except Exception as exc:  # noqa: BLE001 - try again on the next adoption
                 log.warning("could not start a spare session actor: %s", exc)
@@ -176,21 +181,27 @@ class SessionRegistry:
                 continue  # a spare that died while waiting
         return None
 
-    async def _cold_start(self, session_id: str) -> Any:
+    async def _cold_start(self, session_id: str, bound: float | None) -> Any:
         """No spare on offer (a burst): a process started for this conversation, at most
         `cold_starts` at once with the spares' own starts, in the order the conversations came.
         All at once, N starts share the cores and every one of them waits for the slowest; in
         turn, the first ones are answered while the rest still wait. A spare that came up
-        meanwhile is taken instead."""
+        meanwhile is taken instead. Raises SessionsBusy, before queueing, when the wait would
+        be over `bound` seconds (actors/session/start_queue.py)."""
+        refused = self._clock.refusal(self._queued, self.config.cold_starts, bound)
+        if refused is not None:
+            raise refused
         self._queued += 1
         try:
             async with self._starts():
                 handle = await self._from_spares(session_id)
                 if handle is not None:
                     return handle
+                began = time.monotonic()
                 handle = await asyncio.to_thread(self._new_slot)
                 if await handle.adopt.remote(session_id) != session_id:
                     raise RuntimeError("a new session actor refused its conversation")
+                self._clock.record(time.monotonic() - began)
                 return handle
         finally:
             self._queued -= 1
@@ -200,23 +211,25 @@ class SessionRegistry:
             self._start_slots = asyncio.Semaphore(max(1, self.config.cold_starts))
         return self._start_slots
 
-    async def _adopt(self, session_id: str) -> Any:
-        handle = await self._from_spares(session_id) or await self._cold_start(session_id)
+    async def _adopt(self, session_id: str, bound: float | None) -> Any:
+        handle = await self._from_spares(session_id) or await self._cold_start(session_id, bound)
         self.live[session_id] = handle
         self._top_up(handle if self.spare else None)
         return handle
 
     # -- what callers use -------------------------------------------------------------------
 
-    async def acquire(self, session_id: str) -> Any:
-        """The actor holding `session_id`, adopting a spare for it on first use."""
+    async def acquire(self, session_id: str, bound: float | None = None) -> Any:
+        """The actor holding `session_id`, adopting a spare for it on first use. With no spare,
+        a caller with a person waiting gives a `bound` on the seconds it may queue for a process
+        start, and gets SessionsBusy past it; without one it waits its turn however long."""
         await self._ensure_ready()
         handle = self.live.get(session_id)
         if handle is not None:
             return handle
         task = self._adopting.get(session_id)
         if task is None:
-            task = self._adopting[session_id] = asyncio.get_running_loop().create_task(self._adopt(session_id))
+            task = self._adopting[session_id] = asyncio.get_running_loop().create_task(self._adopt(session_id, bound))
             task.add_done_callback(lambda _t: self._adopting.pop(session_id, None))
         return await asyncio.shield(task)
 

@@ -21,7 +21,8 @@ def session_config(settings: Settings, database_url: str) -> SessionConfig:
     return SessionConfig(database_url=database_url, flush_seconds=settings.iriis_flush_seconds,
                          idle_seconds=settings.iriis_session_idle_seconds, spares=settings.iriis_session_spares,
                          prefer_resource=settings.iriis_session_prefer_resource,
-                         cold_starts=settings.iriis_session_cold_starts)
+                         cold_starts=settings.iriis_session_cold_starts,
+                         start_wait=settings.iriis_session_start_wait)
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],

@@ -28,6 +28,7 @@ from actors.session.actor import SessionNotFound
 from actors.common.restart import begin_stream, open_conversation, then
 from actors.session.durable import lost_turn
 from actors.session.pool import registry
+from actors.session.start_queue import SessionsBusy
 from actors.session.events import (
     ENDS_TURN,
     Done,
@@ -39,6 +40,7 @@ from actors.session.events import (
 from actors.store.models import HEALTH_CHANNEL, new_id
 from actors.store.store import Store
 from serve_apps.deployments import backpressure
+from serve_apps.deployments.backpressure import OVERLOADED
 from serve_apps.http.agent_mcp import AgentMcpApp
 from serve_apps.http.context import GatewayConfig, GatewayContext
 from serve_apps.http.errors import ApiError, app
@@ -160,10 +162,14 @@ class Gateway:
             # cheap once loaded, and it is how we learn a cached actor has exited.
             handle, channel = await open_conversation(
                 session_id, self._sessions.get(session_id), lambda actor: actor.open.remote(create, channel_wanted),
-                lambda: registry(self.config.session, self.agent))
+                lambda: registry(self.config.session, self.agent), start_wait=self.config.session.start_wait)
         except RayActorError:
             self._sessions.pop(session_id, None)
             raise
+        except SessionsBusy as exc:
+            # A burst of new conversations: the wait for a process would be too long to hold
+            # the line open with nothing to show, so the client hears when to come back.
+            raise ApiError(503, OVERLOADED, str(exc), headers={"Retry-After": str(exc.retry_after)}) from None
         self._sessions[session_id] = handle
         self._sessions.move_to_end(session_id)
         while len(self._sessions) > HANDLE_CACHE:
