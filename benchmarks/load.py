@@ -268,7 +268,10 @@ async def level(server: ServerProcess, n: int, turns: int, devices: int, relay: 
         "busy_503s": len(busy), "busy_retry_after_max_s": max(busy, default=None),
         "devices_connected": held, "relay_appends": rest[0] if rest else 0, "relay_throttled": throttled[0],
         "memory_before": before, "memory_live": live,
-        "mb_per_live_conversation": round((live["total_mb"] - before["total_mb"]) / n, 1),
+        # Per conversation actor alive when measured: with several turns each, the first
+        # conversations' actors may have exited idle before the last ones started.
+        "mb_per_live_conversation": round((live["total_mb"] - before["total_mb"])
+                                          / max(1, live["session_actors"] - before["session_actors"]), 1),
         "memory_after_idle": after,
         "after_idle_minus_before_mb": round(after["total_mb"] - before["total_mb"], 1),
     }

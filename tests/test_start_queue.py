@@ -34,11 +34,13 @@ def test_refused_only_past_the_bound_and_never_when_it_would_start_now() -> None
     assert clock.refusal(1, 2, 0.5) is None
     assert clock.refusal(4, 1, 10.0) is None               # at the bound: 5 starts x 2 s = 10 s
     over = clock.refusal(5, 1, 10.0)                       # just over: 12 s
-    assert isinstance(over, SessionsBusy) and over.retry_after == 2
+    assert isinstance(over, SessionsBusy) and over.retry_after == 12   # when today's queue has drained
     far = clock.refusal(500, 1, 10.0)
     assert far is not None and far.retry_after == RETRY_AFTER_MAX
-    barely = StartClock(first_guess=1.01).refusal(9, 1, 10.0)   # 10.1 s: at least a second
-    assert barely is not None and barely.retry_after == 1
+    barely = StartClock(first_guess=1.01).refusal(9, 1, 10.0)   # 10.1 s: whole seconds, rounded up
+    assert barely is not None and barely.retry_after == 11
+    quick = StartClock(first_guess=0.1).refusal(1, 1, 0.1)
+    assert quick is not None and quick.retry_after == 1          # at least a second
 
 
 def test_the_refusal_says_when_to_come_back_and_crosses_processes() -> None:
