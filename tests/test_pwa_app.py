@@ -600,3 +600,52 @@ async def test_tasks_and_the_errors_and_audit_page(page, server, client) -> None
     # The save_note call from the confirmation test (same server) is in the audit log.
     assert await page.locator("#page-errors td", has_text="save_note").count() >= 1
     await shoot(page, "errors")
+
+
+async def test_a_busy_server_is_asked_again_when_it_says_and_stop_gives_the_text_back(page, server, model, client) -> None:
+    """A 503 with Retry-After (the server's shape for a burst of new conversations, tested in
+    test_backpressure.py) accepted nothing: the page counts down where the person can see it,
+    sends the same message once more, and the reply comes; Stop during the wait gives the text
+    back and sends nothing."""
+    sent: list[str] = []
+    busy = {"left": 1}
+
+    async def chat(route) -> None:
+        sent.append(route.request.post_data or "")
+        if busy["left"]:
+            busy["left"] -= 1
+            await route.fulfill(status=503, headers={"Retry-After": "2"}, json={"error": {
+                "code": "overloaded", "message": "Too many new conversations are waiting for a process to start; try again in 2 s."}})
+        else:
+            await route.continue_()
+    await page.route("**/v1/chat", chat)
+    await signed_in(page, server)
+    await page.click("#new-chat")
+    model.enqueue(so.text("Served after the wait."))
+    await page.fill("#message", "Are you busy?")
+    await page.click("#send")
+    status = page.locator("#status")
+    await page.wait_for_function("() => /Sending again in \\d s/.test(document.getElementById('status').textContent)")
+    shown = await status.text_content()
+    assert shown.startswith("Too many new conversations are waiting for a process to start. Sending again in")
+    assert "try again" not in shown
+    await shoot(page, "chat-busy-countdown")
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    assert (await page.locator(".msg.assistant").last.locator(".md").text_content()).strip() == "Served after the wait."
+    assert len(sent) == 2 and all(json.loads(body)["message"] == "Are you busy?" for body in sent)
+    assert await page.locator(".msg.user").count() == 1 and await status.is_hidden()
+    # One conversation, holding the message once.
+    [session] = [s for s in client.get("/v1/sessions").json()["data"] if s["title"] == "Are you busy?"]
+    stored = client.get(f"/v1/sessions/{session['id']}/messages").json()["data"]
+    assert [m["content"] for m in stored] == ["Are you busy?", "Served after the wait."]
+
+    # Busy again, and the person stops waiting: nothing more is sent and the text is theirs.
+    busy["left"] = 1
+    await page.fill("#message", "Never mind then")
+    await page.click("#send")
+    await page.wait_for_function("() => /Sending again/.test(document.getElementById('status').textContent)")
+    await page.click("#stop")
+    await page.wait_for_function("() => document.getElementById('message').value === 'Never mind then'")
+    assert len(sent) == 3 and await status.is_hidden()
+    await page.wait_for_timeout(2500)      # past the Retry-After: still nothing sent
+    assert len(sent) == 3

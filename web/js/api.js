@@ -98,6 +98,32 @@ function parseEvent(block) {
   try { return { type, data: JSON.parse(data.join("\n")) }; } catch { return null; }
 }
 
+// Seconds a 503 asks us to wait (Retry-After: seconds or an HTTP date); null when it says none.
+export function retryAfter(res) {
+  const raw = res.headers.get("Retry-After");
+  if (!raw) return null;
+  const seconds = /^\d+$/.test(raw.trim()) ? Number(raw) : (Date.parse(raw) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.min(300, Math.max(1, Math.ceil(seconds))) : null;
+}
+
+// Wait `seconds`, calling onTick(left) each second; rejects with an AbortError on `signal`.
+export function countdown(seconds, signal, onTick) {
+  return new Promise((resolve, reject) => {
+    let left = seconds;
+    const aborted = () => { clearInterval(timer); reject(new DOMException("stopped", "AbortError")); };
+    if (signal && signal.aborted) { aborted(); return; }
+    onTick(left);
+    const timer = setInterval(() => {
+      left -= 1;
+      if (left > 0) { onTick(left); return; }
+      clearInterval(timer);
+      if (signal) signal.removeEventListener("abort", aborted);
+      resolve();
+    }, 1000);
+    if (signal) signal.addEventListener("abort", aborted, { once: true });
+  });
+}
+
 export async function readStream(res, onEvent) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder();

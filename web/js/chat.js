@@ -2,7 +2,10 @@
 // the reply drawn as safe markdown when it is done, tool lines, confirmations, and the
 // actions on a message (copy, delete, regenerate).
 
-import { LOST, api, el, errorMessage, readStream, request, setStatus } from "./api.js";
+import { LOST, api, countdown, el, errorMessage, readStream, request, retryAfter, setStatus } from "./api.js";
+
+// A busy server (503 with Retry-After: nothing was accepted) is asked again this many times.
+const BUSY_TRIES = 5;
 import { confirmCard, linkPreview, setToolLine, toolLine } from "./cards.js";
 import { renderMarkdown, renderPlain } from "./markdown.js";
 
@@ -35,6 +38,7 @@ export class Chat {
     this.controller = null;
     this.reply = null;
     this.busy = false;
+    this.waiting = false;   // counting down a busy server's Retry-After
   }
 
   scrollDown() { this.transcript.scrollTop = this.transcript.scrollHeight; }
@@ -262,7 +266,25 @@ export class Chat {
     this.reply = reply;
     let accepted = true;
     try {
-      const res = await open();
+      let res = await open();
+      for (let tries = 0; res.status === 503 && tries < BUSY_TRIES; tries++) {
+        const wait = retryAfter(res);
+        if (wait === null) break;
+        // The server's reason, without its own "try again in N s": the countdown says that.
+        const why = (await errorMessage(res)).replace(/[;,.]?\s*try again in \d+ s\.?$/i, ".");
+        this.waiting = true;
+        try {
+          await countdown(wait, this.controller && this.controller.signal,
+            (left) => setStatus(`${why} Sending again in ${left} s (Stop to give up).`));
+        } catch (err) {
+          accepted = false;    // stopped while waiting: never sent, so the text comes back
+          throw err;
+        } finally {
+          this.waiting = false;
+          setStatus("");
+        }
+        res = await open();
+      }
       if (!res.ok) {
         accepted = false;
         reply.typing.remove();
@@ -309,6 +331,7 @@ export class Chat {
   // Barge-in: stop the reply; the server keeps only the sentences shown so far.
   async stop() {
     const sid = current.get();
+    if (this.waiting) { if (this.controller) this.controller.abort(); return; }
     if (!sid || !this.reply) return;
     if (!routes.owner) { if (this.controller) this.controller.abort(); return; }
     try {
