@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from actors.session.start_queue import SessionsBusy
 from serve_apps.deployments.backpressure import Backpressure, InFlight, serve_limits
 from tests.scripted_openai import ScriptedOpenAI, text
 from tests.server_proc import ServerProcess
@@ -175,7 +178,7 @@ async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_se
         for _, headers, [(_, body)] in refused:
             assert 1 <= int(headers["retry-after"]) <= 60
             assert body["error"]["code"] == "overloaded"
-            assert f"try again in {headers['retry-after']} s" in body["error"]["message"]
+            assert body["error"]["message"] == str(SessionsBusy(int(headers["retry-after"])))
         # A client that comes back when told is served (it may be told to wait once more).
         for i, headers, _ in refused:
             for _attempt in range(10):
@@ -195,3 +198,30 @@ async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_se
         for session in sessions:
             rows = (await client.get(f"/v1/sessions/{session['id']}/messages")).json()["data"]
             assert [r["role"] for r in rows] == ["user", "assistant"]
+
+
+async def voice_open(url: str) -> tuple[str, Any]:
+    """('ready', session_id) or ('closed', (code, reason)) for one new voice conversation."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    async with connect(url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        try:
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 120))
+                if message["type"] == "ready":
+                    return "ready", message["session_id"]
+        except ConnectionClosed as closed:
+            return "closed", (closed.rcvd.code, closed.rcvd.reason) if closed.rcvd else (None, "")
+
+
+@pytest.mark.e2e
+async def test_a_voice_burst_past_the_start_wait_closes_1013_try_again_later(burst_server) -> None:
+    proc, _ = burst_server
+    url = proc.url.replace("http://", "ws://") + "/v1/voice/ws"
+    opened = await asyncio.gather(*(voice_open(url) for _ in range(BURST)))
+    ready = [sid for kind, sid in opened if kind == "ready"]
+    busy = [how for kind, how in opened if kind == "closed"]
+    assert len(ready) + len(busy) == BURST and ready and busy, opened
+    for code, reason in busy:
+        assert code == 1013 and re.fullmatch(r"Too many new conversations .*; try again in \d+ s\.", reason), (code, reason)

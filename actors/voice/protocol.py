@@ -36,6 +36,7 @@ CLOSE_PROTOCOL = 4400       # a message that breaks this protocol
 CLOSE_NO_SESSION = 4404     # session_id that is not the caller's conversation
 CLOSE_IDLE = 4408           # nothing received for IDLE_SECONDS
 CLOSE_TOO_BIG = 1009        # a message over its limit
+CLOSE_BUSY = 1013           # try again later: too many new conversations waiting for a process
 
 
 # -- upstream --------------------------------------------------------------------------------

@@ -169,7 +169,9 @@ class Gateway:
         except SessionsBusy as exc:
             # A burst of new conversations: the wait for a process would be too long to hold
             # the line open with nothing to show, so the client hears when to come back.
-            raise ApiError(503, OVERLOADED, str(exc), headers={"Retry-After": str(exc.retry_after)}) from None
+            # Made again here: the one raised came through Ray, its text wrapped in a traceback.
+            busy = SessionsBusy(exc.retry_after)
+            raise ApiError(503, OVERLOADED, str(busy), headers={"Retry-After": str(busy.retry_after)}) from None
         self._sessions[session_id] = handle
         self._sessions.move_to_end(session_id)
         while len(self._sessions) > HANDLE_CACHE:

@@ -336,14 +336,24 @@ async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tupl
         starts = who.person_id == OWNER_ID and await gw.store.get_conversation(session_id) is None
         try:
             handle = await gw.session(session_id, create=starts)
-        except ApiError:
-            raise _Closed(p.CLOSE_NO_SESSION, "no such session of yours") from None
+        except ApiError as exc:
+            raise _busy(exc) or _Closed(p.CLOSE_NO_SESSION, "no such session of yours") from None
         if who.device_id is not None:
             await claim_conversation(gw.store, session_id, who.person_id, who.device_id)
         return session_id, handle
     sid = new_id()
     await claim_conversation(gw.store, sid, who.person_id, who.device_id)
-    return sid, await gw.session(sid, create=True)
+    try:
+        return sid, await gw.session(sid, create=True)
+    except ApiError as exc:
+        raise _busy(exc) or exc from None
+
+
+def _busy(exc: ApiError) -> _Closed | None:
+    """A burst of new conversations (503 with Retry-After): close 1013, try again later."""
+    if exc.status != 503:
+        return None
+    return _Closed(p.CLOSE_BUSY, exc.message)
 
 
 @router.websocket("/v1/voice/ws")

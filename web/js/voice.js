@@ -279,7 +279,8 @@ export function mountVoice(container, options = {}) {
       else player.play(e.data);
     };
     ws.onclose = (e) => {
-      status.textContent = e.code === 4401 ? "Sign in to talk." : e.code === 1000 ? "Voice closed." : `Voice closed (${e.code}).`;
+      status.textContent = e.code === 4401 ? "Sign in to talk." : e.code === 1000 ? "Voice closed."
+        : e.code === 1013 ? `${e.reason || "The server is busy."} Press Talk to try again.` : `Voice closed (${e.code}).`;
     };
     reportTimer = setInterval(() => {
       if (player.lastPlayed !== null && player.lastPlayed !== lastReported) {
