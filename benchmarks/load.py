@@ -83,13 +83,39 @@ def _tree(root: int) -> list[int]:
     return out
 
 
+def _role(cmdline: str) -> str:
+    """What a process is: a Ray actor's class (`ray::SessionActor`), else its program."""
+    first = cmdline.split(" ", 1)[0]
+    if first.startswith("ray::"):
+        return first.split(".", 1)[0]
+    words = cmdline.split()
+    script = next((w for w in words[1:] if w.endswith(".py")), "")
+    return (Path(first).name + (" " + Path(script).name if script else ""))[:60]
+
+
 def memory(root: int) -> dict[str, Any]:
     pids = _tree(root)
     sessions = [p for p in pids if "SessionActor" in _cmdline(p)]
     per = sorted(_uss_kb(p) for p in sessions)
+    roles: dict[str, float] = {}
+    for pid in pids:
+        role = _role(_cmdline(pid))
+        roles[role] = roles.get(role, 0.0) + _uss_kb(pid) / 1024
     return {"total_mb": round(sum(_uss_kb(p) for p in pids) / 1024, 1), "processes": len(pids),
             "session_actors": len(sessions),
-            "session_actor_uss_mb": round(statistics.median(per) / 1024, 1) if per else None}
+            "session_actor_uss_mb": round(statistics.median(per) / 1024, 1) if per else None,
+            "by_role_mb": {k: round(v, 1) for k, v in sorted(roles.items())}}
+
+
+def brief(measured: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in measured.items() if k != "by_role_mb"}
+
+
+def grown(before: dict[str, Any], after: dict[str, Any], top: int = 6) -> dict[str, float]:
+    """Which kinds of process hold more memory than before (MB), largest first."""
+    roles = set(before["by_role_mb"]) | set(after["by_role_mb"])
+    delta = {r: after["by_role_mb"].get(r, 0.0) - before["by_role_mb"].get(r, 0.0) for r in roles}
+    return {r: round(d, 1) for r, d in sorted(delta.items(), key=lambda kv: -abs(kv[1]))[:top] if abs(d) >= 1}
 
 
 # -- one conversation --------------------------------------------------------------------------
@@ -267,13 +293,14 @@ async def level(server: ServerProcess, n: int, turns: int, devices: int, relay: 
         "errors": len(errors), "error_samples": sorted(set(errors))[:5],
         "busy_503s": len(busy), "busy_retry_after_max_s": max(busy, default=None),
         "devices_connected": held, "relay_appends": rest[0] if rest else 0, "relay_throttled": throttled[0],
-        "memory_before": before, "memory_live": live,
+        "memory_before": brief(before), "memory_live": brief(live),
         # Per conversation actor alive when measured: with several turns each, the first
         # conversations' actors may have exited idle before the last ones started.
         "mb_per_live_conversation": round((live["total_mb"] - before["total_mb"])
                                           / max(1, live["session_actors"] - before["session_actors"]), 1),
-        "memory_after_idle": after,
+        "memory_after_idle": brief(after),
         "after_idle_minus_before_mb": round(after["total_mb"] - before["total_mb"], 1),
+        "after_idle_grew_mb": grown(before, after),
     }
 
 
