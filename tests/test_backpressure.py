@@ -192,6 +192,13 @@ async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_se
                 raise AssertionError(f"burst {i} was never served")
         assert all(events[-1][0] == "done" for events in served)
         assert sorted(events[-1][1]["text"] for events in served) == [f"Answer {i}." for i in range(BURST)]
+        # The owner sees the pool: every conversation has its actor, nobody waits, and the
+        # starts were measured (the estimate the refusals came from).
+        pool = (await client.get("/v1/pool")).json()
+        assert pool["live"] >= BURST and pool["queued"] == 0 and pool["spare"] == 0
+        assert pool["cold_starts"] == 1 and pool["start_wait_seconds"] == 0.5
+        assert pool["start_seconds"] > 0 and pool["wait_seconds_now"] == pool["start_seconds"]
+        assert (await client.get("/v1/pool", headers={"Authorization": "Bearer wrong"})).status_code == 401
         # Nothing refused was half-kept: exactly one conversation per message, each complete.
         sessions = (await client.get("/v1/sessions")).json()["data"]
         assert len(sessions) == BURST

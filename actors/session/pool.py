@@ -263,6 +263,13 @@ class SessionRegistry:
         return {"live": len(self.live), "spare": len(self.spare), "starting": self._starting,
                 "queued": self._queued}
 
+    async def state(self) -> dict[str, Any]:
+        """`counts` and what the start queue expects now (GET /v1/pool)."""
+        at_once = self.config.cold_starts
+        return {**await self.counts(), "cold_starts": at_once, "start_seconds": round(self._clock.seconds, 2),
+                "start_wait_seconds": self.config.start_wait,
+                "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2)}
+
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""
         spares, self.spare = self.spare, []

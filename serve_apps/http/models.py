@@ -179,6 +179,21 @@ class ToolList(Page[ToolPublic]):
     pass
 
 
+class SessionPoolPublic(BaseModel):
+    """The conversation actors: live ones, warm spares, starts under way and new conversations
+    queued for one; how long a start takes lately and what a newcomer would wait now (past
+    `start_wait_seconds` it gets 503 with Retry-After)."""
+
+    live: int
+    spare: int
+    starting: int
+    queued: int
+    cold_starts: int
+    start_seconds: float
+    start_wait_seconds: float
+    wait_seconds_now: float
+
+
 class LinkPreview(Open):
     url: str
     final_url: str

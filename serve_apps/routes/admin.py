@@ -1,5 +1,6 @@
 """The owner's views of the system: the audit log, the outbox, recent errors, providers'
-health, tool servers, and link previews fetched through the SSRF guard.
+health, tool servers, the conversation actors' pool, and link previews fetched through the
+SSRF guard.
 
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
@@ -10,6 +11,7 @@ from actors.common.fetch import safe_fetch
 from actors.common.html import link_preview
 from actors.common.ssrf import FetchError, SsrfError
 from actors.errors import error_log
+from actors.session.pool import registry
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError
 from serve_apps.http.models import (
@@ -18,6 +20,7 @@ from serve_apps.http.models import (
     LinkPreview,
     OutboxList,
     ProviderList,
+    SessionPoolPublic,
     ToolList,
     page,
 )
@@ -49,6 +52,13 @@ async def providers(_owner: Owner, gw: GatewayDep) -> ProviderList:
 async def tools(_owner: Owner, gw: GatewayDep) -> ToolList:
     """Every tool server: on, off (with the missing variable), down (restarting)."""
     return page(ToolList, await gw.agent.tools_status.remote())
+
+
+@router.get("/v1/pool")
+async def session_pool(_owner: Owner, gw: GatewayDep) -> SessionPoolPublic:
+    """The conversation actors' pool and its start queue, as the registry sees them now."""
+    found = await registry(gw.config.session, gw.agent)
+    return SessionPoolPublic.model_validate(await found.state.remote())
 
 
 @router.get("/v1/preview")
