@@ -6,7 +6,7 @@ while the wait is short; past `start_wait` seconds a client that hears nothing f
 is worse off than one told at once that the server is busy and when to come back. The
 registry keeps a moving average of how long a start takes and refuses a newcomer whose
 estimated wait is over the bound with `SessionsBusy`, which the gateway answers with 503 and
-a Retry-After saying when the queue should have room for it.
+a Retry-After of the seconds the queue there is now takes to drain.
 
 Callers with no person waiting on the line (the scheduler's background turns) wait without
 a bound. Pure logic: no Ray import.
