@@ -71,24 +71,24 @@ async def test_middleware_answers_503_in_the_error_shape_and_passes_sockets() ->
 
 # -- through the real server -----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def busy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+def scripted_server(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    """A server on SQLite whose chat model is a scripted one, with `env` on top."""
     scripted = ScriptedOpenAI().start()
-    home: Path = tmp_path_factory.mktemp("home-backpressure")
+    home: Path = factory.mktemp(name)
     (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
     proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
-        "OPENAI_BASE_URL": scripted.base_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model",
-        "IRIIS_OWNER_KEYS": KEY,
-        "IRIIS_GATEWAY_MAX_ONGOING": str(LIMIT),
-        "IRIIS_RETRY_AFTER_SECONDS": str(RETRY_AFTER),
-        "IRIIS_SESSION_SPARES": "1",
+        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"), "OPENAI_BASE_URL": scripted.base_url,
+        "OPENAI_API_KEY": "sk-scripted", "IRIIS_CHAT_MODEL": "scripted-model", "IRIIS_OWNER_KEYS": KEY, **env,
     }).start()
     yield proc, scripted
     proc.stop()
     scripted.stop()
+
+
+@pytest.fixture(scope="module")
+def busy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    yield from scripted_server(tmp_path_factory, "home-backpressure", IRIIS_GATEWAY_MAX_ONGOING=str(LIMIT),
+                               IRIIS_RETRY_AFTER_SECONDS=str(RETRY_AFTER), IRIIS_SESSION_SPARES="1")
 
 
 @pytest.mark.e2e
@@ -132,24 +132,10 @@ BURST = 4
 
 @pytest.fixture(scope="module")
 def burst_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
-    scripted = ScriptedOpenAI().start()
-    home: Path = tmp_path_factory.mktemp("home-burst")
-    (home / "mcp.yaml").write_text("servers:\n  builtin: {}\n")
-    proc = ServerProcess(home, {
-        "IRIIS_MCP_CONFIG": str(home / "mcp.yaml"),
-        "OPENAI_BASE_URL": scripted.base_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "IRIIS_CHAT_MODEL": "scripted-model",
-        "IRIIS_OWNER_KEYS": KEY,
-        # No warm spare, one process start at a time, and a bound shorter than any start: a
-        # burst's first conversation starts at once and the ones behind it are sent away.
-        "IRIIS_SESSION_SPARES": "0",
-        "IRIIS_SESSION_COLD_STARTS": "1",
-        "IRIIS_SESSION_START_WAIT": "0.5",
-    }).start()
-    yield proc, scripted
-    proc.stop()
-    scripted.stop()
+    # No warm spare, one process start at a time, and a bound shorter than any start: a
+    # burst's first conversation starts at once and the ones behind it are sent away.
+    yield from scripted_server(tmp_path_factory, "home-burst", IRIIS_SESSION_SPARES="0",
+                               IRIIS_SESSION_COLD_STARTS="1", IRIIS_SESSION_START_WAIT="0.5")
 
 
 async def new_chat(client: httpx.AsyncClient, message: str) -> tuple[int, dict[str, str], list[tuple[str, dict]]]:
