@@ -110,10 +110,11 @@ export function retryAfter(res) {
 export function countdown(seconds, signal, onTick) {
   return new Promise((resolve, reject) => {
     let left = seconds;
+    let timer = null;
     const aborted = () => { clearInterval(timer); reject(new DOMException("stopped", "AbortError")); };
     if (signal && signal.aborted) { aborted(); return; }
     onTick(left);
-    const timer = setInterval(() => {
+    timer = setInterval(() => {
       left -= 1;
       if (left > 0) { onTick(left); return; }
       clearInterval(timer);

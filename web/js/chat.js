@@ -3,11 +3,11 @@
 // actions on a message (copy, delete, regenerate).
 
 import { LOST, api, countdown, el, errorMessage, readStream, request, retryAfter, setStatus } from "./api.js";
+import { confirmCard, linkPreview, setToolLine, toolLine } from "./cards.js";
+import { renderMarkdown, renderPlain } from "./markdown.js";
 
 // A busy server (503 with Retry-After: nothing was accepted) is asked again this many times.
 const BUSY_TRIES = 5;
-import { confirmCard, linkPreview, setToolLine, toolLine } from "./cards.js";
-import { renderMarkdown, renderPlain } from "./markdown.js";
 
 // The conversation on screen survives a reload; the owner's and a person's are kept apart.
 const sessionKey = () => (routes.owner ? "iriis.session" : "iriis.session.person");
@@ -330,8 +330,9 @@ export class Chat {
 
   // Barge-in: stop the reply; the server keeps only the sentences shown so far.
   async stop() {
-    const sid = current.get();
+    // Still waiting out a busy server: nothing was sent, so stopping only ends the wait.
     if (this.waiting) { if (this.controller) this.controller.abort(); return; }
+    const sid = current.get();
     if (!sid || !this.reply) return;
     if (!routes.owner) { if (this.controller) this.controller.abort(); return; }
     try {
