@@ -5,13 +5,14 @@ to the first sentence minus those 200 ms, over 50 turns (after 3 warm-up turns).
 
 With --trace, every process marks when the turn reaches it (actors/common/trace.py) and the
 line adds the p50 of each hop in milliseconds: client to gateway (the Serve proxy), FastAPI
-there (middleware, auth, the body), the gateway's session lookup, the call into the session actor, the turn's set-up there (memory,
-attachments), the call into the AgentLoop, its tool catalogue, until the provider request,
-the provider (its 200 ms included), the first sentence cut in the loop, and the way back
+there (middleware, auth, the body), the gateway's session lookup, the call into the session actor,
+the turn's set-up there (its store reads: whose conversation, memory; then attachments), the
+call into the AgentLoop, its tool catalogue, until the provider request, the provider (its 200 ms included), the first sentence cut in the loop, and the way back
 through the session actor and the gateway to the client. Tracing writes a line per mark, so
 its total runs a little above the untraced figure.
 
-Prints one JSON line. Usage: python benchmarks/chat_overhead.py [--turns 50] [--trace]
+Prints one JSON line. Usage:
+    python benchmarks/chat_overhead.py [--turns 50] [--trace] [--database-url postgresql://...]
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ KEY = "bench-owner-key"
 REPLY = "This is the first sentence. And here is a second one to follow it."
 
 
-STAGES = ("gateway.asgi", "gateway.in", "gateway.session", "session.in", "session.begun", "session.prepared",
-          "loop.in", "loop.tools", "provider.request", "provider.first", "loop.sentence", "session.sentence", "gateway.sentence")
+STAGES = ("gateway.asgi", "gateway.in", "gateway.session", "session.in", "session.begun", "session.read",
+          "session.rendered", "session.prepared", "loop.in", "loop.tools", "provider.request", "provider.first", "loop.sentence", "session.sentence", "gateway.sentence")
 WINDOWS: list[tuple[float, float]] = []  # each measured turn's wall-clock start and first sentence
 
 
@@ -82,6 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--trace", action="store_true", help="add the p50 of each hop (IRIIS_TRACE)")
+    parser.add_argument("--database-url", default="",
+                        help="an empty PostgreSQL database to run on (default: SQLite in a temporary home)")
     args = parser.parse_args()
     provider = so.ScriptedOpenAI().start()
     provider.default_reply = so.text(REPLY, ttft=TTFT)
@@ -89,7 +92,7 @@ def main() -> None:
         trace = Path(home) / "trace.jsonl"
         server = ServerProcess(Path(home), {
             "OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "bench", "IRIIS_CHAT_MODEL": "scripted-model",
-            "IRIIS_OWNER_KEYS": KEY, "DATABASE_URL": "", "IRIIS_TRACE": str(trace) if args.trace else "",
+            "IRIIS_OWNER_KEYS": KEY, "DATABASE_URL": args.database_url, "IRIIS_TRACE": str(trace) if args.trace else "",
         }).start()
         try:
             with httpx.Client(base_url=server.url, timeout=60) as client:
@@ -109,7 +112,7 @@ def main() -> None:
         "benchmark": "chat_overhead", "turns": args.turns, "provider_ttft_ms": TTFT * 1000,
         "overhead_p50_ms": round(statistics.median(overhead_ms), 1),
         "overhead_p95_ms": round(percentile(overhead_ms, 0.95), 1),
-        "overhead_min_ms": round(min(overhead_ms), 1),
+        "overhead_min_ms": round(min(overhead_ms), 1), "store": "postgresql" if args.database_url else "sqlite",
         "goal_p50_ms": 20, "baseline": "scripted provider's 200 ms time to first token",
     }))
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from actors.memory import live
 from actors.session import warm
+from actors.store.store import Store
 
 
 @pytest.fixture(autouse=True)
@@ -42,22 +44,13 @@ async def test_no_encoder_is_remembered_but_a_failed_lookup_is_tried_again(monke
     assert await warm.shared_encoder() is None  # and that answer is kept (no third lookup)
 
 
-async def test_warming_without_an_agent_still_reads_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
-    read: list[str] = []
-
-    async def person(store: object, conversation: str) -> tuple[int, None]:
-        read.append("person")
-        return 1, None
-
-    async def items(store: object) -> tuple[list[object], None]:
-        read.append("items")
-        return [], None
-
+async def test_warming_without_an_agent_still_reads_the_store(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     async def no_encoder() -> None:
         return None
 
-    monkeypatch.setattr(warm, "conversation_person", person)
-    monkeypatch.setattr(warm, "active_items", items)
     monkeypatch.setattr(warm, "remote_encoder", no_encoder)
-    spent = await warm.warm_process(object(), None)
-    assert set(spent) == {"encoder", "store"} and sorted(read) == ["items", "person"]
+    live.reset()
+    spent = await warm.warm_process(store, None)
+    assert set(spent) == {"encoder", "store"}
+    # The memory pool a first turn would have loaded is loaded now.
+    assert live._pools[store.engine].index is not None

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 from pydantic import BaseModel
 
 from actors.devices.people import OWNER_ID, log_change
@@ -176,9 +177,10 @@ async def claim_conversation(store: Store, conversation_id: str, person_id: int,
         await conn.execute(stmt)
 
 
-async def conversation_person(store: Store, conversation_id: str) -> tuple[int, int | None]:
+async def conversation_person(store: Store, conversation_id: str,
+                              conn: AsyncConnection | None = None) -> tuple[int, int | None]:
     """(person, device that asked last); conversations nobody claimed are the owner's."""
-    async with store.engine.connect() as conn:
+    async with store.reading(conn) as conn:
         row = (await conn.execute(sa.select(schema.conversation_people).where(
             schema.conversation_people.c.conversation_id == conversation_id))).mappings().first()
     return (row["person_id"], row["device_id"]) if row else (OWNER_ID, None)

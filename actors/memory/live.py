@@ -25,6 +25,7 @@ import weakref
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from actors.memory.index import MemoryIndex, index_for
 from actors.memory.model import MindItem
@@ -58,7 +59,7 @@ def reset() -> None:
     _pools.clear()
 
 
-async def active_items(store: Store) -> tuple[list[MindItem], MemoryIndex]:
+async def active_items(store: Store, conn: AsyncConnection | None = None) -> tuple[list[MindItem], MemoryIndex]:
     """Every active item of `store` and their index, current as of this call. The list is the
     index's rows (`index.items`) and may hold a few rows switched off since the last rebuild
     (`index.active` is False for them): pass the index to `select.select`, which masks them."""
@@ -67,7 +68,7 @@ async def active_items(store: Store) -> tuple[list[MindItem], MemoryIndex]:
         pool = _pools[store.engine] = _Pool()
     async with pool.lock:
         mind = schema.mind
-        async with store.engine.connect() as conn:
+        async with store.reading(conn) as conn:
             if pool.index is None:
                 return await _reload(conn, pool)
             since = pool.seen - CLOCK_MARGIN

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from actors.memory.dedup import Insert, decide_insert
 from actors.memory.embed import Encoder
 # list_events and the record keys are re-exported: callers read memory through this module.
 from actors.memory.events import list_events, log_event  # noqa: F401
 from actors.memory.model import MOOD_KV, PERSONA_KV, Kind, MindItem, Mood, Persona
+from actors.memory.index import MemoryIndex
 from actors.memory.live import active_items
 from actors.memory.prompt import outside_items, render_memory_block
 from actors.memory.secrets import looks_secret
@@ -102,17 +104,32 @@ class MemoryChoice(NamedTuple):
     used: list[int]
 
 
-async def choose_memory(store: Store, query: str, now: float | None = None,
-                        encoder: Encoder | None = None) -> MemoryChoice:
-    """The memory block for this query, with nothing written (see `mark_used`)."""
-    now = now or time.time()
-    # Every active item, kept current in this process by one small read (`live`), and one read
-    # for both records: this runs before every model call.
-    items, index = await active_items(store)
-    async with store.engine.connect() as conn:
-        rows = dict((await conn.execute(
+class MemoryRead(NamedTuple):
+    """What a prompt's memory block is chosen from: every active item, their index, and the
+    mood and persona records."""
+
+    items: list[MindItem]
+    index: MemoryIndex
+    records: dict[str, Any]
+
+
+async def read_memory(store: Store, conn: AsyncConnection | None = None) -> MemoryRead:
+    """The store reads behind a prompt's memory: the rows changed since this process last looked
+    (`live`) and both records, on `conn` when the caller lends one."""
+    async with store.reading(conn) as conn:
+        items, index = await active_items(store, conn)
+        records = dict((await conn.execute(
             sa.select(schema.kv.c.key, schema.kv.c.value).where(schema.kv.c.key.in_([MOOD_KV, PERSONA_KV]))
         )).all())
+    return MemoryRead(items, index, records)
+
+
+async def choose_memory(store: Store, query: str, now: float | None = None,
+                        encoder: Encoder | None = None, read: MemoryRead | None = None) -> MemoryChoice:
+    """The memory block for this query, with nothing written (see `mark_used`). `read`: the
+    store's part, when the caller has already read it (`read_memory`)."""
+    now = now or time.time()
+    items, index, rows = read or await read_memory(store)
     if not items and not rows:
         return MemoryChoice("", [], [])
     # The paraphrase term, when a sentence encoder is available; None keeps it lexical.

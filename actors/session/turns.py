@@ -15,9 +15,10 @@ from typing import Any
 
 from actors.common.attachments import expand_message
 from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance, untrusted
+from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.devices.repository import conversation_person
-from actors.memory.repository import choose_memory, mark_used
+from actors.memory.repository import MemoryChoice, choose_memory, mark_used, read_memory
 from actors.session.confirmations import ConfirmationBook
 from actors.session.core import SessionCore, system_prompt
 from actors.session.events import (
@@ -124,15 +125,21 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
     scheduled task's run). Only untrusted sources may be named that way: a caller cannot make
     a message more trusted than the owner's own words.
 
-    Whose conversation it is and what memory offers are read at once (the choice is dropped
-    unless the owner's); marking the chosen items used is handed to `later` when given (a
-    counter and a log line, off the path to the first sentence)."""
+    Whose conversation it is and what memory holds are read on one connection, one statement
+    after another: a conversation's process keeps a single pooled connection, and reading them
+    at once opened a second one for every turn (18 ms a turn on PostgreSQL). Memory is the
+    owner's: other people's conversations neither see nor feed it, so theirs read none. Marking
+    the chosen items used is handed to `later` when given (a counter and a log line, off the
+    path to the first sentence)."""
     now = time.time()
-    (person, device), chosen = await asyncio.gather(
-        conversation_person(store, core.session_id), choose_memory(store, message, now, encoder=await encoder()))
-    # Memory is the owner's: other people's conversations neither see nor feed it.
-    memory, outside = (chosen.block, chosen.outside) if person == OWNER_ID else ("", [])
-    if person == OWNER_ID and chosen.used:
+    async with store.engine.connect() as conn:
+        person, device = await conversation_person(store, core.session_id, conn)
+        read = await read_memory(store, conn) if person == OWNER_ID else None
+    mark("session.read", core.session_id)
+    chosen = (await choose_memory(store, message, now, encoder=await encoder(), read=read) if read is not None
+              else MemoryChoice("", [], []))
+    memory, outside = chosen.block, chosen.outside
+    if chosen.used:
         marking = mark_used(store, chosen.used, now, message, core.session_id)
         if later is None:
             await marking
@@ -143,6 +150,7 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
     messages[0].provenance = [SYSTEM_TEXT, *(Provenance.memory(i) for i in outside)]
     files: list[Provenance] = []
     rendered = await render_attachments(store, message, turn, files)
+    mark("session.rendered", core.session_id)
     user = messages[-1]
     if rendered:
         # The model reads the files' contents; the stored message stays as the owner sent it.

@@ -24,7 +24,7 @@ from typing import Any
 
 from actors.devices.repository import conversation_person
 from actors.memory.embed_actor import remote_encoder
-from actors.memory.live import active_items
+from actors.memory.repository import read_memory
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,10 @@ async def warm_process(store: Store, agent: Any) -> dict[str, float]:
     await _timed("encoder", shared_encoder, spent)
 
     async def reads() -> None:
-        # Two at once, as a turn's start does (its first write runs beside the reads).
-        await asyncio.gather(conversation_person(store, ""), active_items(store))
+        # On one connection, as a turn's start does (`turns.prepare`).
+        async with store.engine.connect() as conn:
+            await conversation_person(store, "", conn)
+            await read_memory(store, conn)
 
     await _timed("store", reads, spent)
     return spent

@@ -8,13 +8,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from actors.store import schema
 from actors.store.models import HEALTH_CHANNEL, AuditEntry, ConversationRecord, FileRecord, MessageRecord, OutboxItem
@@ -64,6 +66,16 @@ class Store:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+    @asynccontextmanager
+    async def reading(self, conn: AsyncConnection | None = None) -> AsyncIterator[AsyncConnection]:
+        """`conn` when a caller lends one (several reads on one checkout: a process that keeps a
+        single pooled connection then opens no second one for them), else a connection of its own."""
+        if conn is not None:
+            yield conn
+            return
+        async with self.engine.connect() as own:
+            yield own
 
     def _insert(self, table: sa.Table) -> Any:
         return (sqlite.insert if self.is_sqlite else postgresql.insert)(table)
