@@ -121,6 +121,7 @@ class Catalogue:
                                       connection_factory, sleep, on_change=self._notify)
         self._providers: list[ToolProvider] = []
         self._changed = asyncio.Event()
+        self.changes = 0  # how many times what is on offer may have changed
         self._started = False
         self._cloud: dict[str, CloudServer] = {}
         for name, server in config.servers.items():
@@ -255,8 +256,18 @@ class Catalogue:
 
     # -- internals ---------------------------------------------------------------------------
 
+    async def changed(self, seen: int, timeout: float) -> int:
+        """`changes` once it differs from `seen`, or after `timeout` seconds."""
+        if self.changes == seen:
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout)
+            except TimeoutError:
+                pass
+        return self.changes
+
     def _notify(self) -> None:
         # A fresh Event per change: every waiter wakes once and re-checks its predicate.
+        self.changes += 1
         self._changed.set()
         self._changed = asyncio.Event()
 

@@ -42,10 +42,10 @@ from actors.scheduler.owner_tools import OwnerOnlyTools
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.config import McpConfig
 from actors.tools.hub import tool_hub
+from actors.tools.listing_cache import ListingCache
 from actors.tools.offer import TurnTools
 
 log = logging.getLogger(__name__)
-LISTING_TTL = 2.0
 # One memory call must not eat a free tier's tokens-per-minute: about 3k tokens in, 2k out.
 LEARN_PROMPT_CAP = 12_000
 LEARN_OUTPUT_CAP = 8_000
@@ -110,7 +110,8 @@ class AgentLoop:
         # mcp.yaml declares no server.
         self.hub = tool_hub()
         self.tools = TurnTools(self.toolbox, self._hub_call)
-        self._listings: dict[int | None, tuple[tuple[dict[str, Any], dict[str, list[str]]], float]] = {}
+        self._listings: ListingCache[tuple[dict[str, Any], dict[str, list[str]]]] = ListingCache()
+        self._watch: asyncio.Task[None] | None = None
 
     async def _hub_call(self, name: str, arguments: dict[str, Any], scope: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
@@ -130,14 +131,29 @@ class AgentLoop:
             return await through_restart(lambda: getattr(self.hub, method).remote(*args))
 
     async def _listing(self, person: int | None) -> tuple[dict[str, Any], dict[str, list[str]]]:
-        now = time.monotonic()
-        listing = self._listings.get(person)
-        if listing is None or now - listing[1] > LISTING_TTL:
-            # A server that went down leaves the offer within LISTING_TTL; a call to it meanwhile
-            # gets the hub's "unavailable" answer, so a stale list is safe. Per person: device
-            # tools are offered only in their own person's turns.
-            listing = self._listings[person] = (await self._hub("listing", person), now)
-        return listing[0]
+        """The tools on offer in `person`'s turns (device tools go only to their own person's),
+        from this replica's copy while the hub's change watch says it is current. A copy a
+        moment stale is safe: a call to a server that has just gone gets the hub's
+        "unavailable" answer."""
+        if self._watch is None:
+            self._watch = asyncio.get_running_loop().create_task(self._watch_listing(),
+                                                                 context=contextvars.Context())
+        listing = self._listings.get(person, time.monotonic())
+        if listing is None:
+            stamp = self._listings.stamp
+            listing = await self._hub("listing", person)
+            self._listings.put(person, listing, time.monotonic(), stamp)
+        return listing
+
+    async def _watch_listing(self) -> None:
+        """Park on the hub until what it lists changes, for as long as this replica lives."""
+        while True:
+            try:
+                self._listings.heard(await self.hub.listing_changed.remote(self._listings.stamp or ""))
+            except Exception as exc:  # noqa: BLE001 - the hub died or restarts: short-lived copies meanwhile
+                self._listings.lost()
+                log.info("tool listing watch: %s; trying again", type(exc).__name__)
+                await asyncio.sleep(1.0)
 
     async def _turn_toolbox(self, messages: list[dict[str, Any]], scope: dict[str, Any] | None = None,
                             work_only: bool = False):

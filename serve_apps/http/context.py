@@ -23,7 +23,7 @@ from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.store.store import Store
 from actors.memory.embed_actor import remote_encoder
-from serve_apps.http.auth import KEY_LAST_USED_KV, KeyRing, load_key_records, presented_key
+from serve_apps.http.auth import KEY_LAST_USED_KV, REFRESH_SECONDS, KeyRing, load_key_records, presented_key
 from serve_apps.http.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -95,12 +95,21 @@ class GatewayContext:
         return self.keys.check(key, time.time())
 
     def _schedule_key_refresh(self) -> None:
-        if not self.keys.stale(time.monotonic()) or (self._key_refresh and not self._key_refresh.done()):
+        """Keep the stored keys current in the background from now on, so no request waits
+        for a reload (at a person's pace every request found them stale: 3 ms a turn)."""
+        if self._key_refresh is not None and not self._key_refresh.done():
             return
         try:
-            self._key_refresh = asyncio.get_running_loop().create_task(self.refresh_keys())
-        except RuntimeError:  # no loop (a synchronous caller): the next async one reloads
+            self._key_refresh = asyncio.get_running_loop().create_task(self._keep_keys())
+        except RuntimeError:  # no loop (a synchronous caller): the next async one starts it
             pass
+
+    async def _keep_keys(self) -> None:
+        # Twice per REFRESH_SECONDS, so the copy is reloaded before it counts as stale; a
+        # request that still finds it stale (this task starved) reloads it first itself.
+        while True:
+            await self.refresh_keys(force=True)
+            await asyncio.sleep(REFRESH_SECONDS / 2)
 
     async def refresh_keys(self, force: bool = False) -> None:
         """Reload the stored keys when stale (or `force`), and write back their last uses."""
