@@ -3,10 +3,14 @@ store functions on both backends, and the `iriis key new|list|revoke` commands."
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from serve_apps.http import context as context_module
 
 from serve_apps.http.auth import (
     LAST_USED_WRITE_SECONDS,
@@ -19,6 +23,7 @@ from serve_apps.http.auth import (
     public_key_record,
     revoke_key,
 )
+from serve_apps.http.context import GatewayConfig, GatewayContext
 
 IRIIS = Path(sys.executable).parent / "iriis"
 
@@ -84,3 +89,27 @@ def test_the_key_commands(tmp_path: Path) -> None:
     assert run("key", "revoke", "1").returncode == 0
     assert run("key", "revoke", "1").returncode == 1
     assert "no stored owner keys" in run("key", "list").stderr
+
+
+async def test_a_replica_keeps_the_stored_keys_current_with_no_request_waiting(store, monkeypatch) -> None:
+    """Keys made or revoked elsewhere (another replica, `iriis key`) reach a replica's copy in
+    the background; a request only checks that copy."""
+    monkeypatch.setattr(context_module, "REFRESH_SECONDS", 0.2)
+    gw = GatewayContext(store=store, hashes=frozenset(), config=GatewayConfig.model_construct(web_dir="."),
+                        agent=None, perception=None, open_session=None, stream_turn=None, begin_turn=None)
+
+    async def until(accepted: bool) -> None:
+        for _ in range(100):
+            if gw.keys.check(key, time.time()) is accepted:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the copy never had the key {'in' if accepted else 'out'}")
+
+    try:
+        key, _ = await create_key(store, "phone", time.time())
+        await until(True)
+        assert await revoke_key(store, 1)
+        await until(False)
+    finally:
+        assert gw._key_refresh is not None
+        gw._key_refresh.cancel()
