@@ -83,6 +83,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--trace", action="store_true", help="add the p50 of each hop (IRIIS_TRACE)")
+    parser.add_argument("--gap", type=float, default=0.0,
+                        help="seconds between a reply's end and the next turn (0: at once, as before)")
     parser.add_argument("--database-url", default="",
                         help="an empty PostgreSQL database to run on (default: SQLite in a temporary home)")
     args = parser.parse_args()
@@ -102,6 +104,7 @@ def main() -> None:
                 overhead_ms = []
                 WINDOWS.clear()
                 for _ in range(args.turns):
+                    time.sleep(args.gap)
                     seconds, sid = first_sentence_seconds(client, sid)
                     overhead_ms.append((seconds - TTFT) * 1000)
             hops = breakdown(trace, WINDOWS) if args.trace else None
