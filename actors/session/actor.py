@@ -302,18 +302,21 @@ class SessionActor:
         (the turn's first write) runs once a replica has the request, or after at most
         SEND_WAIT: begun before, its statement building and commit held this event loop while
         Serve's router was sending the request (2.5 ms more to the AgentLoop)."""
-        stream = self.agent.options(stream=True).run.remote(request)
-        await sent_or_later(stream, SEND_WAIT)
-        sent()
+        stream = None
         complete = False
         try:
+            try:
+                stream = self.agent.options(stream=True).run.remote(request)
+                await sent_or_later(stream, SEND_WAIT)
+            finally:
+                sent()  # also when the call failed or the turn was stopped in those milliseconds
             async for event in stream:
                 if event.type == "sentence":
                     mark("session.sentence", self.core.session_id)
                 yield event
             complete = True
         finally:
-            if not complete:
+            if not complete and stream is not None:
                 stream.cancel()
 
     async def _after_turn(self, turn: TurnLog) -> None:
