@@ -365,12 +365,12 @@ async def test_device_provider_overrides_cloud_while_online(make_catalogue: Make
 async def test_changed_answers_when_what_is_on_offer_changes(make_catalogue: MakeCatalogue) -> None:
     cat = make_catalogue({})
     await cat.start()
-    seen = cat.changes
+    seen = cat.stamp.version
     # Nothing changes: the wait ends at its timeout with the same count.
-    assert await cat.changed(seen, 0.05) == seen
+    assert await cat.stamp.newer_than(seen, 0.05) == seen
     snap = ToolSpec(name="snap", description="Take a photo.", parameters={"type": "object"}, tier=2)
     phone = FakeDevice("phone", {"camera": [snap]})
-    waiting = asyncio.ensure_future(cat.changed(seen, 5.0))
+    waiting = asyncio.ensure_future(cat.stamp.newer_than(seen, 5.0))
     await asyncio.sleep(0.01)
     assert not waiting.done()
     cat.add_provider(phone)
@@ -378,4 +378,4 @@ async def test_changed_answers_when_what_is_on_offer_changes(make_catalogue: Mak
     assert after != seen and "snap" in cat.specs()
     # Already behind: answered at once.
     cat.remove_provider(phone)
-    assert await asyncio.wait_for(cat.changed(after, 5.0), 1.0) != after
+    assert await asyncio.wait_for(cat.stamp.newer_than(after, 5.0), 1.0) != after

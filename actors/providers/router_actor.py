@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import uuid
 from typing import Any
 
 import httpx
 import ray
 from ray.exceptions import RayActorError
 
+from actors.common.changes import ChangeStamp
 from actors.common.names import NAMESPACE
 from actors.common.restart import through_restart
 from actors.logmask import install_log_masking
@@ -72,38 +72,27 @@ class ProviderRouter:
         self.state = RouterState(entries_for(self.providers))
         # Which state a mirror holds: a fresh epoch after a restart, so no mirror mistakes the
         # rebuilt state for the one it already had.
-        self.epoch = uuid.uuid4().hex[:8]
-        self.changes = 0
-        self._changed: asyncio.Event | None = None
+        self.stamp = ChangeStamp()
         if ray.get_runtime_context().was_current_actor_reconstructed:
             # Health is rebuilt by use; the model listing is fetched again, queued behind this.
             ray.get_runtime_context().current_actor.discover.remote()
 
-    def _version(self) -> str:
-        return f"{self.epoch}:{self.changes}"
-
-    def _bump(self) -> None:
-        self.changes += 1
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
-
     async def discover(self) -> dict[str, list[str]]:
         found = await discover(self.state, self.providers)
-        self._bump()
+        self.stamp.bump()
         return found
 
     async def add_entries(self, entries: list[RouteEntry]) -> None:
         """Entries that come from no configured provider (the local model); known keys stay."""
         self.state.add_entries(entries)
-        self._bump()
+        self.stamp.bump()
 
     async def candidates(self, images: int = 0) -> list[RouteEntry]:
         return self.state.candidates(images)
 
     async def record(self, key: str, outcome: str, value: float | None = None) -> float:
         wait = apply_outcome(self.state, key, outcome, value)
-        self._bump()
+        self.stamp.bump()
         return wait
 
     async def seconds_until_ready(self, images: int = 0) -> float | None:
@@ -115,14 +104,7 @@ class ProviderRouter:
     async def watch(self, seen: str, wait: float = WATCH_SECONDS) -> tuple[str, list[RouteEntry]]:
         """The state once it is newer than version `seen` (at once when it already is), or
         after `wait` seconds: what a caller's mirror is rebuilt from."""
-        if seen == self._version():
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            try:
-                await asyncio.wait_for(self._changed.wait(), wait)
-            except asyncio.TimeoutError:
-                pass
-        return self._version(), self.state.portable()
+        return await self.stamp.newer_than(seen, wait), self.state.portable()
 
 
 def router_actor(kind: str, providers: list[ProviderConfig]) -> Any:

@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from actors.common.changes import ChangeStamp
 from actors.common.toolspec import Handler, ToolError, ToolOutput, ToolSpec
 from actors.tools.config import McpConfig, RestartPolicy
 from actors.tools.mcp_outcomes import McpCallError, McpTimeout, McpUnavailable
@@ -121,7 +122,8 @@ class Catalogue:
                                       connection_factory, sleep, on_change=self._notify)
         self._providers: list[ToolProvider] = []
         self._changed = asyncio.Event()
-        self.changes = 0  # how many times what is on offer may have changed
+        # Bumped whenever what is on offer may have changed (ToolHub.listing_changed parks on it).
+        self.stamp = ChangeStamp()
         self._started = False
         self._cloud: dict[str, CloudServer] = {}
         for name, server in config.servers.items():
@@ -256,18 +258,9 @@ class Catalogue:
 
     # -- internals ---------------------------------------------------------------------------
 
-    async def changed(self, seen: int, timeout: float) -> int:
-        """`changes` once it differs from `seen`, or after `timeout` seconds."""
-        if self.changes == seen:
-            try:
-                await asyncio.wait_for(self._changed.wait(), timeout)
-            except TimeoutError:
-                pass
-        return self.changes
-
     def _notify(self) -> None:
         # A fresh Event per change: every waiter wakes once and re-checks its predicate.
-        self.changes += 1
+        self.stamp.bump()
         self._changed.set()
         self._changed = asyncio.Event()
 

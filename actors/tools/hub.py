@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import uuid
 from typing import Any
 
 import ray
@@ -39,7 +38,6 @@ class ToolHub:
         # read starts it too, should that queued call be lost in the restart.
         self._recovery: asyncio.Task[int] | None = None
         self._reconstructed = ray.get_runtime_context().was_current_actor_reconstructed
-        self._boot = uuid.uuid4().hex[:12]
         if self._reconstructed:
             ray.get_runtime_context().current_actor.recover.remote()
 
@@ -91,11 +89,10 @@ class ToolHub:
         return device_provider.person_view(self.catalogue.specs(), self.catalogue.keywords(), self.devices, person)
 
     async def listing_changed(self, seen: str, wait: float = 25.0) -> str:
-        """This hub's change stamp once it differs from `seen`, or after `wait` seconds: a
-        server's state or tools, or a device, changed what `listing` answers. The stamp names
-        this incarnation too, so a restarted hub never repeats an old one."""
-        count = int(seen.rsplit(":", 1)[1]) if seen.startswith(f"{self._boot}:") else -1
-        return f"{self._boot}:{await self.catalogue.changed(count, wait)}"
+        """The catalogue's change stamp once it differs from `seen`, or after `wait` seconds: a
+        server's state or tools, or a device, changed what `listing` answers (a restarted hub
+        starts a new epoch, so it never repeats an old stamp)."""
+        return await self.catalogue.stamp.newer_than(seen, wait)
 
     async def call(self, name: str, arguments: dict[str, Any], timeout: float = 120.0,
                    scope: dict[str, Any] | None = None) -> dict[str, Any]:

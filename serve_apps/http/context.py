@@ -60,6 +60,7 @@ class GatewayContext:
         # are reloaded every few seconds so a new or revoked key needs no restart.
         self.keys = KeyRing(hashes)
         self._key_refresh: asyncio.Task[None] | None = None
+        self._keys_failing = False  # logged once per run of failures, not every second
         self.config = config
         self.agent = agent
         self.perception = perception
@@ -124,7 +125,13 @@ class GatewayContext:
                 used.update(due)
                 await self.store.set_kv(KEY_LAST_USED_KV, used)
         except Exception:  # noqa: BLE001 - keep the last copy; the fixed keys always work
-            log.exception("could not reload the owner keys")
+            if not self._keys_failing:
+                log.exception("could not reload the owner keys (trying again every second)")
+            self._keys_failing = True
+        else:
+            if self._keys_failing:
+                log.info("the owner keys reload again")
+            self._keys_failing = False
 
     def owner(self, connection: HTTPConnection) -> None:
         """Raises ApiError: 403 `forbidden` for a device token, 401 `unauthorized` otherwise,
