@@ -9,7 +9,7 @@ EMBED_WEIGHTS_VERSION := 1.1.0
 STT_WEIGHTS_VERSION := 0.1.0
 TTS_VOICE_VERSION := 1.0.0
 
-.PHONY: serve test install install-test chromium bench clean
+.PHONY: serve test test-fast install install-test chromium bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ serve: $(STAMP)
 
 test: install-test
 	$(BIN)/python -m pytest -q -rs --durations=25
+
+# The inner loop: every test that starts no server, no Ray and no browser, on both cores (a test
+# that tries to start one fails and says so). `make test` is the whole suite, and what CI runs.
+test-fast: $(VENV)/.installed-test
+	IRIIS_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not e2e and not ray" -n 2 --dist loadgroup
 
 bench: install-test
 	$(BIN)/python benchmarks/chat_overhead.py

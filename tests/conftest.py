@@ -6,7 +6,7 @@ import json
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,92 @@ import pytest
 from actors.store.migrate import migrate
 from actors.store.store import Store
 from tests.scripted_openai import ScriptedOpenAI
+from tests.server_proc import FAST, STARTS_LOG, count_start
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One file for the whole run (parallel workers inherit the variable) that counts server starts."""
+    if not os.environ.get(STARTS_LOG):
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="iriis-starts-", suffix=".log")
+        os.close(fd)
+        os.environ[STARTS_LOG] = path
+        config._iriis_starts_log = path  # type: ignore[attr-defined]
+    if os.environ.get(FAST):
+        import ray
+
+        def refuse(*_args: object, **_kwargs: object) -> None:
+            count_start("Ray in the test process")
+
+        ray.init = refuse  # type: ignore[assignment]
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    """The suite's cost beside its verdict: how many real server processes and Ray instances it started."""
+    path = getattr(config, "_iriis_starts_log", None)
+    if not path or not os.path.exists(path):
+        return
+    from collections import Counter
+
+    with open(path, encoding="utf-8") as f:
+        kinds = Counter(line.strip() for line in f if line.strip())
+    os.unlink(path)
+    detail = ", ".join(f"{kind}: {n}" for kind, n in kinds.most_common())
+    terminalreporter.write_line(f"server starts: {sum(kinds.values())} ({detail or 'none'})")
+
+
+# Parallel runs (pytest-xdist, `--dist loadgroup`): every test joins a group that one worker runs
+# whole, so a server is started once. Tests that share a session-wide server form one group per
+# server; those on the in-process Ray one group; every other module is a group of its own (its
+# module-scoped servers start once).
+SHARED_SERVERS = ("server", "device_server", "ray_session")
+# Groups that take longest go first (seconds measured on 2 cores, 2026-12-06), so the two workers
+# end together: a scheduling hint only, a group missing here runs after these in its usual order.
+GROUP_COST = {
+    "server": 480, "device_server": 200, "tests/test_local_model_qwen.py": 120, "tests/test_voice_e2e.py": 117,
+    "tests/test_e2e_offline.py": 112, "tests/test_backpressure.py": 105, "tests/test_multinode.py": 102,
+    "tests/test_relay_e2e.py": 91, "tests/test_local_model_e2e.py": 89, "ray_session": 80,
+    "tests/test_serve_deploy.py": 72, "tests/test_e2e_calls.py": 46, "tests/test_fault_relay.py": 24,
+    "tests/test_local_model_llama.py": 23,
+}
+HEAVY_MARKS = ("e2e", "ray")
+
+
+def test_group(item: pytest.Item) -> str:
+    """The group `item` runs in: a shared server's name, or its own module."""
+    names = getattr(item, "fixturenames", ())
+    return next((f for f in SHARED_SERVERS if f in names), item.nodeid.split("::", 1)[0])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {}
+    for item in items:
+        group = groups[item.nodeid] = test_group(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+        if group in ("server", "device_server"):
+            item.add_marker(pytest.mark.e2e)
+        elif group == "ray_session":
+            item.add_marker(pytest.mark.ray)
+    # A stable sort: each group keeps its own order (a module's tests stay together).
+    items.sort(key=lambda item: -GROUP_COST.get(groups[item.nodeid], 0))
+
+
+# What a shared group holds open (a server, Ray), closed as soon as the group's last test is done
+# rather than at the end of the run: an idle server's Ray keeps a good part of a core busy.
+_closers: dict[str, Callable[[], object]] = {}
+
+
+def close_with_group(group: str, closer: Callable[[], object]) -> None:
+    _closers[group] = closer
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
+    yield
+    group = test_group(item)
+    if group in _closers and (nextitem is None or test_group(nextitem) != group):
+        _closers.pop(group)()
+
 
 PG_ADMIN = os.environ.get("IRIIS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
@@ -75,7 +161,9 @@ def ray_session() -> Iterator[None]:
     """Ray started once for the whole test session, as the house rules ask."""
     import ray
 
+    count_start("ray.init (test process)")
     ray.init(num_cpus=2, include_dashboard=False, namespace="iriis", log_to_driver=False)
+    close_with_group("ray_session", ray.shutdown)
     yield
     ray.shutdown()
 
@@ -139,8 +227,9 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_SESSION_IDLE_SECONDS": "60",
     }).start()
     set_pin(proc, OWNER_PIN)
+    close_with_group("server", proc.kill)
     yield proc
-    proc.stop()
+    proc.kill()
 
 
 @pytest.fixture
@@ -175,5 +264,6 @@ def device_server(scripted, tmp_path_factory) -> Iterator:
         IRIIS_DEVICE_EVENT_SECONDS=str(EVENT_S), IRIIS_DEVICE_SILENCE_SECONDS=str(SILENCE_S),
         IRIIS_DEVICE_PING_SECONDS=str(PING_S))).start()
     set_pin(proc, OWNER_PIN)
+    close_with_group("device_server", proc.kill)
     yield proc
-    proc.stop()
+    proc.kill()

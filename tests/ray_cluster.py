@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.server_proc import REPO, free_port
+from tests.server_proc import REPO, count_start, free_port
 
 RAY = Path(sys.executable).parent / "ray"
 
@@ -58,6 +58,7 @@ class Cluster:
         self.env.pop("RAY_ADDRESS", None)
 
     def _start(self, *args: str) -> None:
+        count_start("ray start")
         subprocess.run([str(RAY), "start", *args, "--disable-usage-stats"], env=self.env, check=True,
                        capture_output=True, text=True, timeout=120)
 

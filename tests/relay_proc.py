@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.server_proc import IRIIS, REPO, free_port
+from tests.server_proc import IRIIS, REPO, count_start, free_port
 
 
 class LineProcess:
@@ -25,6 +25,9 @@ class LineProcess:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> "LineProcess":
+        # What it runs, without a wrapper in front (`ip netns exec NS`): "iriis relay serve".
+        at = next((i for i, a in enumerate(self.argv) if Path(a).name == "iriis"), 0)
+        count_start(" ".join(Path(a).name for a in self.argv[at:at + 3]))
         self.proc = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
         threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()

@@ -15,6 +15,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 IRIIS = Path(sys.executable).parent / "iriis"
+# conftest.py names this file for the whole run (workers included); its summary counts the lines.
+STARTS_LOG = "IRIIS_TEST_STARTS_LOG"
+
+
+# Set by `make test-fast`: its tests start no server and no Ray, and one that tries fails saying so.
+FAST = "IRIIS_TEST_FAST"
+
+
+def count_start(kind: str) -> None:
+    """Note one start of a real server process (`kind`: what it was) for the run's summary."""
+    if os.environ.get(FAST):
+        raise RuntimeError(f"this test starts {kind}: mark its module `e2e` (a real server) or `ray` so "
+                           "`make test-fast` leaves it to `make test`")
+    path = os.environ.get(STARTS_LOG)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(kind + "\n")
 
 
 def free_port() -> int:
@@ -49,7 +66,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 300.0) -> "ServerProcess":
+    def start(self, timeout: float = 600.0) -> "ServerProcess":
         try:
             return self._start(timeout)
         except RuntimeError as exc:
@@ -62,6 +79,7 @@ class ServerProcess:
         return self._start(timeout)
 
     def _start(self, timeout: float) -> "ServerProcess":
+        count_start("iriis serve")
         self.proc = subprocess.Popen(
             [str(IRIIS), "serve"], cwd=REPO, env=self.env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -96,21 +114,52 @@ class ServerProcess:
         return match.group(1) if match else None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 90.0) -> int:
-        """Send the signal to the server process alone (as `kill` would) and wait for it."""
+        """Send the signal to the server process alone (as `kill` would) and wait for it; whatever
+        of its session outlives it (a Ray worker still exiting) is ended too."""
         assert self.proc
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.kill()
-        time.sleep(0.5)
+                pass
+        self.kill()
         return self.proc.returncode
 
     def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        """SIGKILL the server and every process of its session (Ray's processes, the tool servers):
+        a test fixture's teardown where a clean shutdown is not what is tested."""
+        if self.proc:
+            end_session(self.proc.pid)
+            if self.proc.poll() is None:
+                self.proc.wait(10)
+
+
+def session_pids(sid: int) -> list[int]:
+    """The processes of session `sid` (a child started with start_new_session leads its own)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[3] == str(sid) and fields[0] != "Z":
+                pids.append(int(entry))
+    return pids
+
+
+def end_session(sid: int) -> None:
+    """SIGKILL every process of session `sid` and wait (10 s at most) until none is left running."""
+    deadline = time.monotonic() + 10
+    while (pids := session_pids(sid)) and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
 
 
 def scripted_env(home: Path, base_url: str, owner_key: str, mcp_yaml: str, **extra: str) -> dict[str, str]:

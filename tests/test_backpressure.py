@@ -81,7 +81,7 @@ def scripted_server(factory: pytest.TempPathFactory, name: str, **env: str) -> I
         "OPENAI_API_KEY": "sk-scripted", "IRIIS_CHAT_MODEL": "scripted-model", "IRIIS_OWNER_KEYS": KEY, **env,
     }).start()
     yield proc, scripted
-    proc.stop()
+    proc.kill()
     scripted.stop()
 
 

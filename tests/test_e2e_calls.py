@@ -52,7 +52,7 @@ def calls_server(scripted, fakes: Recorder, tmp_path_factory) -> Iterator:
         IRIIS_CALLS_INTERVAL="1", IRIIS_NOTIFY_INTERVAL="1")).start()
     set_pin(proc, PIN)
     yield proc
-    proc.stop()
+    proc.kill()
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ def smol(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProce
         yield server, client
     finally:
         client.close()
-        server.stop()
+        server.kill()
 
 
 def test_providers_name_the_local_model(smol) -> None:

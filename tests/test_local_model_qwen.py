@@ -29,7 +29,7 @@ def qwen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         yield client
     finally:
         client.close()
-        server.stop()
+        server.kill()
 
 
 def test_a_plain_question(qwen: httpx.Client) -> None:

@@ -26,6 +26,7 @@ from tests.scripted_openai import ScriptedOpenAI, text
 from tests.server_proc import REPO, free_port
 from tests.sse import chat
 
+pytestmark = pytest.mark.e2e
 SERVE = Path(sys.executable).parent / "serve"
 KEY = "serve-deploy-owner-key"
 REPLY = "Deployed from the config file. It answers."

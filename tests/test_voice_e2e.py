@@ -88,7 +88,7 @@ def voice_server(scripted, tmp_path_factory) -> Iterator[Any]:
                                             IRIIS_PROVIDERS="", IRIIS_PROVIDER_TIMEOUT="10")).start()
     set_pin(proc, OWNER_PIN)
     yield proc
-    proc.stop()
+    proc.kill()
 
 
 @pytest.fixture(scope="module")
