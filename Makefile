@@ -62,7 +62,7 @@ test: install-test
 # The inner loop: every test that starts no server, no Ray and no browser, on both cores (a test
 # that tries to start one fails and says so). `make test` is the whole suite, and what CI runs.
 test-fast: $(VENV)/.installed-test
-	IRIIS_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not e2e and not ray" -n 2 --dist loadgroup
+	IRIIS_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not e2e and not ray" -n 2 --dist loadfile
 
 bench: install-test
 	$(BIN)/python benchmarks/chat_overhead.py
