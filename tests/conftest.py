@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import os
+import tempfile
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -19,8 +21,6 @@ from tests.server_proc import FAST, STARTS_LOG, count_start
 def pytest_configure(config: pytest.Config) -> None:
     """One file for the whole run (parallel workers inherit the variable) that counts server starts."""
     if not os.environ.get(STARTS_LOG):
-        import tempfile
-
         fd, path = tempfile.mkstemp(prefix="iriis-starts-", suffix=".log")
         os.close(fd)
         os.environ[STARTS_LOG] = path
@@ -39,8 +39,6 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  #
     path = getattr(config, "_iriis_starts_log", None)
     if not path or not os.path.exists(path):
         return
-    from collections import Counter
-
     with open(path, encoding="utf-8") as f:
         kinds = Counter(line.strip() for line in f if line.strip())
     os.unlink(path)
@@ -54,8 +52,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  #
 # (pytest-xdist's `--dist loadgroup` cannot carry these groups under pytest 9: it renames node ids
 # through an attribute pytest 9 no longer reads, so `make test-fast` splits by file instead.)
 SHARED_SERVERS = ("server", "device_server", "ray_session")
-# Groups that take longest go first (seconds measured on 2 cores, 2026-12-06), so the two workers
-# end together: a scheduling hint only, a group missing here runs after these in its usual order.
+# Seconds each heavy group took on 2 cores (2026-12-06): the heaviest run first, so the run's tail
+# is light tests; a group missing here runs after these, in the order it was collected.
 GROUP_COST = {
     "server": 480, "device_server": 200, "tests/test_local_model_qwen.py": 120, "tests/test_voice_e2e.py": 117,
     "tests/test_e2e_offline.py": 112, "tests/test_backpressure.py": 105, "tests/test_multinode.py": 102,
@@ -72,15 +70,18 @@ def test_group(item: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = {}
+    groups: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
     for item in items:
         group = groups[item.nodeid] = test_group(item)
+        first_seen.setdefault(group, len(first_seen))
         if group in ("server", "device_server"):
             item.add_marker(pytest.mark.e2e)
         elif group == "ray_session":
             item.add_marker(pytest.mark.ray)
-    # A stable sort: each group keeps its own order (a module's tests stay together).
-    items.sort(key=lambda item: -GROUP_COST.get(groups[item.nodeid], 0))
+    # Each group's tests in one block (the closers below rely on it), heaviest group first; the
+    # sort is stable, so a group keeps its own order (the device restart test stays last).
+    items.sort(key=lambda item: (-GROUP_COST.get(g := groups[item.nodeid], 0), first_seen[g]))
 
 
 # What a shared group holds open (a server, Ray), closed as soon as the group's last test is done

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from tests.ray_cluster import Cluster
 from tests.scripted_openai import ScriptedOpenAI, text
 from tests.server_proc import REPO, free_port
 from tests.sse import chat
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 SERVE = Path(sys.executable).parent / "serve"
@@ -70,17 +70,15 @@ def deployed(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest.Tem
         address = f"http://127.0.0.1:{dashboard}"
         out = _serve("deploy", str(config_file), f"--address={address}", env=cluster.env)
         assert out.returncode == 0, out.stdout + out.stderr
-        deadline = time.monotonic() + 420
-        status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            status = _status(address, cluster.env)
+        seen: list[dict[str, Any]] = [{}]
+
+        def running() -> dict[str, Any] | None:
+            status = seen[0] = _status(address, cluster.env)
             app = status.get("applications", {}).get("iriis", {})
-            if app.get("status") == "RUNNING":
-                break
             assert app.get("status") != "DEPLOY_FAILED", status
-            time.sleep(3)
-        else:
-            raise AssertionError(f"the app never ran: {status}")
+            return status if app.get("status") == "RUNNING" else None
+
+        status = until(running, timeout=420, every=1.0, describe=lambda: f"the app never ran: {seen[0]}")
         yield {"url": f"http://127.0.0.1:{port}", "cluster": cluster, "status": status}
     finally:
         cluster.stop()
