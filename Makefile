@@ -56,8 +56,10 @@ chromium:
 serve: $(STAMP)
 	$(BIN)/iriis serve
 
+# Two workers: each shared server's tests, and each other module, stay on one worker (their
+# group, tests/grouping.py), the heaviest handed out first.
 test: install-test
-	$(BIN)/python -m pytest -q -rs --durations=25
+	$(BIN)/python -m pytest -q -rs --durations=25 -n 2 --dist loadgroup
 
 # The inner loop: every test that starts no server, no Ray and no browser, on both cores (a test
 # that tries to start one fails and says so). `make test` is the whole suite, and what CI runs.

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import json
-
 import os
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from actors.store.migrate import migrate
 from actors.store.store import Store
+from tests.grouping import (  # noqa: F401 (the two hooks are found by name)
+    close_with_group,
+    forget_groups_file,
+    make_scheduler,
+    name_groups_file,
+    pytest_collection_modifyitems,
+    pytest_runtest_teardown,
+)
 from tests.scripted_openai import ScriptedOpenAI
 from tests.server_proc import FAST, STARTS_LOG, count_start
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """One file for the whole run (parallel workers inherit the variable) that counts server starts."""
@@ -25,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.close(fd)
         os.environ[STARTS_LOG] = path
         config._iriis_starts_log = path  # type: ignore[attr-defined]
+    name_groups_file(config)
     if os.environ.get(FAST):
         import ray
 
@@ -36,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
     """The suite's cost beside its verdict: how many real server processes and Ray instances it started."""
+    forget_groups_file(config)
     path = getattr(config, "_iriis_starts_log", None)
     if not path or not os.path.exists(path):
         return
@@ -46,59 +56,11 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  #
     terminalreporter.write_line(f"server starts: {sum(kinds.values())} ({detail or 'none'})")
 
 
-# Every test belongs to a group: the tests that share a session-wide server form one group per
-# server, those on the in-process Ray one group, and every other module is a group of its own. A
-# group runs as one block, heaviest first, and what it holds open is closed when it ends.
-# (pytest-xdist's `--dist loadgroup` cannot carry these groups under pytest 9: it renames node ids
-# through an attribute pytest 9 no longer reads, so `make test-fast` splits by file instead.)
-SHARED_SERVERS = ("server", "device_server", "ray_session")
-# Seconds each heavy group took on 2 cores (2026-12-06): the heaviest run first, so the run's tail
-# is light tests; a group missing here runs after these, in the order it was collected.
-GROUP_COST = {
-    "server": 480, "device_server": 200, "tests/test_local_model_qwen.py": 120, "tests/test_voice_e2e.py": 117,
-    "tests/test_e2e_offline.py": 112, "tests/test_backpressure.py": 105, "tests/test_multinode.py": 102,
-    "tests/test_relay_e2e.py": 91, "tests/test_local_model_e2e.py": 89, "ray_session": 80,
-    "tests/test_serve_deploy.py": 72, "tests/test_e2e_calls.py": 46, "tests/test_fault_relay.py": 24,
-    "tests/test_local_model_llama.py": 23,
-}
-
-
-def test_group(item: pytest.Item) -> str:
-    """The group `item` runs in: a shared server's name, or its own module."""
-    names = getattr(item, "fixturenames", ())
-    return next((f for f in SHARED_SERVERS if f in names), item.nodeid.split("::", 1)[0])
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups: dict[str, str] = {}
-    first_seen: dict[str, int] = {}
-    for item in items:
-        group = groups[item.nodeid] = test_group(item)
-        first_seen.setdefault(group, len(first_seen))
-        if group in ("server", "device_server"):
-            item.add_marker(pytest.mark.e2e)
-        elif group == "ray_session":
-            item.add_marker(pytest.mark.ray)
-    # Each group's tests in one block (the closers below rely on it), heaviest group first; the
-    # sort is stable, so a group keeps its own order (the device restart test stays last).
-    items.sort(key=lambda item: (-GROUP_COST.get(g := groups[item.nodeid], 0), first_seen[g]))
-
-
-# What a shared group holds open (a server, Ray), closed as soon as the group's last test is done
-# rather than at the end of the run: an idle server's Ray keeps a good part of a core busy.
-_closers: dict[str, Callable[[], object]] = {}
-
-
-def close_with_group(group: str, closer: Callable[[], object]) -> None:
-    _closers[group] = closer
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
-    yield
-    group = test_group(item)
-    if group in _closers and (nextitem is None or test_group(nextitem) != group):
-        _closers.pop(group)()
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # type: ignore[no-untyped-def]
+    """`make test` on two workers: each shared server's tests, and each module, on one worker."""
+    if config.getvalue("dist") == "loadgroup":
+        return make_scheduler(config, log)
+    return None
 
 
 PG_ADMIN = os.environ.get("IRIIS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -172,6 +134,8 @@ OWNER_KEY = "test-owner-key"
 SECOND_KEY = "second-owner-key"
 OWNER_PIN = "2468"
 UPLOAD_LIMIT = 1_000_000
+# How long the shared servers keep an idle conversation's actor (the product's default is 600 s).
+IDLE_S = "20"
 # The test server's tools: the built-ins with test tiers, two real MCP servers over stdio, and
 # one that stays off because its variable is missing.
 TEST_MCP_YAML = """
@@ -221,10 +185,10 @@ async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest
         "IRIIS_OWNER_KEYS": f"{OWNER_KEY}, {SECOND_KEY}\n",
         "IRIIS_PROVIDER_TIMEOUT": "5",
         "IRIIS_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
-        # This server lives through the whole run and its tests open hundreds of conversations:
-        # with the default ten minutes, 60-70 idle actors (~105 MB and ~1% of a core each, Ray's
-        # own upkeep) pile up on 2 cores. An exited one is rebuilt from the store on next use.
-        "IRIIS_SESSION_IDLE_SECONDS": "60",
+        # Its tests open a new conversation every second or so, and an idle conversation's
+        # actor costs ~0.75% of a core (Ray's own upkeep): at the default ten minutes 60-70 pile
+        # up, at one minute about 50. An exited one is rebuilt from the store on next use.
+        "IRIIS_SESSION_IDLE_SECONDS": IDLE_S,
     }).start()
     set_pin(proc, OWNER_PIN)
     close_with_group("server", proc.kill)
@@ -262,7 +226,7 @@ def device_server(scripted, tmp_path_factory) -> Iterator:
         home, scripted.base_url, OWNER_KEY, DEVICE_MCP_YAML,
         IRIIS_DEVICE_HELLO_SECONDS=str(HELLO_S), IRIIS_DEVICE_CALL_SECONDS=str(CALL_S),
         IRIIS_DEVICE_EVENT_SECONDS=str(EVENT_S), IRIIS_DEVICE_SILENCE_SECONDS=str(SILENCE_S),
-        IRIIS_DEVICE_PING_SECONDS=str(PING_S))).start()
+        IRIIS_DEVICE_PING_SECONDS=str(PING_S), IRIIS_SESSION_IDLE_SECONDS=IDLE_S)).start()
     set_pin(proc, OWNER_PIN)
     close_with_group("device_server", proc.kill)
     yield proc

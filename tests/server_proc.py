@@ -23,6 +23,12 @@ STARTS_LOG = "IRIIS_TEST_STARTS_LOG"
 FAST = "IRIIS_TEST_FAST"
 
 
+# Under `make test` two workers share the two cores, and a local model gets one thread there:
+# llama.cpp's threads wait on each other at every step, so one stalled by the other worker stalls
+# them all (the Qwen tests took 68 s alone and 190 s beside the other worker with two threads).
+LOCAL_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else None
+
+
 def count_start(kind: str) -> None:
     """Note one start of a real server process (`kind`: what it was) for the run's summary."""
     if os.environ.get(FAST):

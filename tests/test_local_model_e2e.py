@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_proc import ServerProcess
+from tests.server_proc import LOCAL_THREADS, ServerProcess
 from tests.sse import chat
 from tests.waiting import until
 
@@ -25,7 +25,8 @@ MODELS = Path(__file__).resolve().parent.parent / ".venv" / "iriis-models"
 def bare_env(**extra: str) -> dict[str, str]:
     """No provider, no database URL, nothing of Iriis's from the caller's environment."""
     drop = [k for k in os.environ if k.startswith(("IRIIS_", "OPENAI_")) or k in ("DATABASE_URL", "RAY_ADDRESS")]
-    return {**{k: "" for k in drop}, "IRIIS_OWNER_KEYS": KEY, "IRIIS_PROVIDER_TIMEOUT": "60", **extra}
+    return {**{k: "" for k in drop}, "IRIIS_OWNER_KEYS": KEY, "IRIIS_PROVIDER_TIMEOUT": "60",
+            "IRIIS_LOCAL_THREADS": str(LOCAL_THREADS or ""), **extra}
 
 
 def local_row(client: httpx.Client) -> dict:

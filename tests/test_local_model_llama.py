@@ -31,6 +31,7 @@ from actors.providers.types import Delta, StreamEnd, TextDelta
 from actors.session.core import system_prompt
 from actors.session.loop import run_turn
 from actors.tools.builtin import builtin_toolbox
+from tests.server_proc import LOCAL_THREADS
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / ".venv" / "iriis-models"
@@ -40,7 +41,7 @@ SMOL = "smollm2-135m"
 @pytest.fixture(scope="module")
 async def llama() -> AsyncIterator[LlamaServer]:
     path = ensure_weights(choose(SMOL, False), MODELS)
-    server = LlamaServer(path, SMOL, n_ctx=2048)
+    server = LlamaServer(path, SMOL, n_ctx=2048, threads=LOCAL_THREADS)
     await server.start(timeout=120)
     yield server
     server.stop()
@@ -178,7 +179,7 @@ def proc_state(pid: int) -> str:
 
 async def test_a_chat_turn_pauses_the_learning_server_and_the_learning_call_still_finishes(
         llama: LlamaServer, client: httpx.AsyncClient) -> None:
-    learning_server = LlamaServer(ensure_weights(choose(SMOL, False), MODELS), SMOL, n_ctx=2048)
+    learning_server = LlamaServer(ensure_weights(choose(SMOL, False), MODELS), SMOL, n_ctx=2048, threads=LOCAL_THREADS)
     await learning_server.start(timeout=120)
     try:
         assert learning_server.proc is not None

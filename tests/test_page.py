@@ -9,6 +9,7 @@ from playwright.async_api import async_playwright
 
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY
+from tests.waiting import WAIT_MS
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -22,6 +23,7 @@ async def page(server, model, tmp_path: Path):
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         context = await browser.new_context()
+        context.set_default_timeout(WAIT_MS)
         page = await context.new_page()
         yield page
         await page.screenshot(path=str(tmp_path / "page.png"))

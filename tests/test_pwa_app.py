@@ -20,6 +20,7 @@ from playwright.async_api import async_playwright
 
 from tests import scripted_openai as so
 from tests.conftest import OWNER_KEY, OWNER_PIN
+from tests.waiting import WAIT_MS
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -45,6 +46,7 @@ async def browser():
 @pytest.fixture
 async def page(browser, server, model):
     context = await browser.new_context(viewport=DESKTOP, permissions=["camera", "microphone", "notifications"])
+    context.set_default_timeout(WAIT_MS)
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -132,7 +134,7 @@ async def test_chat_markdown_an_inert_script_the_list_and_the_input_limit(page, 
     model.enqueue(so.text(reply, chunk_delay=0.05))
     await page.fill("#message", "Show me some markdown")
     await page.click("#send")
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     msg = page.locator(".msg.assistant").last
     assert await msg.locator(".md strong").text_content() == "bold"
     assert await msg.locator(".md li").count() == 2
@@ -179,7 +181,7 @@ async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, serve
     model.enqueue(so.text("Octopuses have three hearts."))
     await page.fill("#message", "Tell me an animal fact")
     await page.click("#send")
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     sid = await page.evaluate("localStorage.getItem('iriis.session')")
 
     def stored() -> list[str]:
@@ -191,7 +193,7 @@ async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, serve
     await reply.hover()
     await reply.locator("button.regenerate").click()
     await page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant')].map(m => m.dataset.text)"
-                                 ".join('|') === 'A snail can sleep for three years.'", timeout=30_000)
+                                 ".join('|') === 'A snail can sleep for three years.'", timeout=WAIT_MS)
     assert await page.locator(".msg.user").count() == 1
     assert stored() == ["Tell me an animal fact", "A snail can sleep for three years."]
     assert "Octopuses" not in str(model.requests[-1]["body"]["messages"])
@@ -209,7 +211,7 @@ async def test_a_reply_is_regenerated_and_a_message_deleted_for_good(page, serve
     model.enqueue(so.text("Noted."))
     await page.fill("#message", "Thanks")
     await page.click("#send")
-    await page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant')].length === 2", timeout=30_000)
+    await page.wait_for_function("() => [...document.querySelectorAll('.msg.assistant')].length === 2", timeout=WAIT_MS)
     sent = [m["content"] for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"]
     assert "Tell me an animal fact" not in sent and sent[-1] == "Thanks"
 
@@ -225,7 +227,7 @@ async def test_a_reply_still_being_written_is_followed_again_after_a_reload(page
     # The page goes away mid-reply (a background turn: it keeps going on the server) ...
     await page.reload()
     # ... and, opened again, follows the running turn to its end.
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=60_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     shown = await page.locator(".msg.assistant").last.get_attribute("data-text")
     assert shown.startswith("Here is the plan.") and shown.endswith("Step 39.")
     sid = await page.evaluate("localStorage.getItem('iriis.session')")
@@ -252,7 +254,7 @@ async def test_a_link_in_a_reply_gets_a_preview_card_drawn_as_text(page, server,
     await page.fill("#message", "How do I grow tomatoes?")
     await page.click("#send")
     card = page.locator(".msg.assistant a.preview")
-    await card.wait_for(timeout=30_000)
+    await card.wait_for(timeout=WAIT_MS)
     assert await card.locator(".preview-title").text_content() == "Tomato <b>guide</b>"
     assert await card.locator("img, b").count() == 0 and await page.evaluate("window.__pwned") is None
     assert await card.get_attribute("href") == "https://garden.example/guide"
@@ -279,7 +281,7 @@ async def test_a_person_chats_and_sees_only_their_own_conversations(page, server
     model.enqueue(so.text("Hello, **reader**."))
     await page.fill("#message", "Hi, I am the reader")
     await page.click("#send")
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     assert await page.locator(".msg.assistant .md strong").text_content() == "reader"
     item = page.locator("#conversations li.conversation", has_text="Hi, I am the reader")
     await item.wait_for()
@@ -303,7 +305,7 @@ async def test_an_upload_shows_in_history_after_a_reload(page, server, model) ->
     model.enqueue(so.text("Got both files."))
     await page.fill("#message", "Here are two files")
     await page.click("#send")
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     await page.reload()
     await page.wait_for_selector(".msg.user .attachment[data-kind=image] img")
     assert await page.evaluate("() => document.querySelector('.msg.user .attachment img').naturalWidth") == 64
@@ -324,7 +326,7 @@ async def test_a_confirmation_from_its_card_is_kept_in_history(page, server, mod
     assert "your yes" in await card.locator(".confirm-reason").text_content()
     await shoot(page, "confirm")
     await card.locator("button.approve").click()
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     assert await card.get_attribute("data-answer") == "approved"
     await page.reload()
     await page.wait_for_selector(".msg.assistant .tool")
@@ -412,7 +414,7 @@ async def test_keys_added_and_revoked_without_a_restart_and_push(page, server) -
 async def test_the_camera_streams_a_fake_camera_and_shows_perception(page, server) -> None:
     await signed_in(page, server, "#/camera")
     await page.click("text=Start camera")
-    await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 2", timeout=60_000)
+    await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 2", timeout=WAIT_MS)
     assert (await page.locator("#camera-perception").text_content()).strip()
     await shoot(page, "camera")
     await page.click("#page-camera >> text=Stop")
@@ -437,27 +439,28 @@ async def test_the_camera_page_coaches_follows_a_procedure_and_a_viewer_watches_
     await page.select_option("#page-camera select[aria-label=Procedure]", label="Boiler check (page)")
     await page.click("text=Start camera")
     await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 2",
-                                 timeout=60_000)
+                                 timeout=WAIT_MS)
     # The procedure's first step is shown; a typed question is answered by the vision model.
     await page.wait_for_function("() => document.querySelector('#page-camera .meta').textContent.includes('step 1/2')")
     assert "Open the valve" in await page.locator("#page-camera .meta").first.text_content()
     await page.fill("#camera-question", "Is the valve open?")
     await page.click("#page-camera button:text-is('Ask')")
-    await page.locator(".camera-log li", has_text="The valve looks open.").wait_for(timeout=60_000)
+    await page.locator(".camera-log li", has_text="The valve looks open.").wait_for(timeout=WAIT_MS)
     # Coach mode: a problem the model sees is said once.
     await page.check("#page-camera label:has-text('Coach mode') input")
     coach = page.locator(".camera-log li", has=page.locator(".kind", has_text="coach"))
-    await coach.first.wait_for(timeout=60_000)
+    await coach.first.wait_for(timeout=WAIT_MS)
     assert "The red bolt is loose." in await coach.first.text_content()
 
     # A watch-only viewer on another device gets the phone's video as a WebRTC peer.
     stream_id = await page.get_attribute("#page-camera", "data-stream")
     context = await browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(WAIT_MS)
     viewer = await context.new_page()
     try:
         await signed_in(viewer, server, f"#/camera?watch={stream_id}")
         await viewer.wait_for_function("() => (document.querySelector('#page-camera video')?.videoWidth || 0) > 0",
-                                       timeout=60_000)
+                                       timeout=WAIT_MS)
         await page.locator(".camera-log li", has_text="someone is watching").wait_for()
         # Watch-only: none of the camera owner's controls, and a way to use one's own camera.
         assert not await viewer.is_visible("#camera-question")
@@ -489,6 +492,7 @@ async def test_the_camera_page_takes_hands_free_spoken_questions(server, model, 
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                            args=[*ARGS, f"--use-file-for-fake-audio-capture={wav}%noloop"])
         context = await browser.new_context(viewport=DESKTOP, permissions=["camera", "microphone"])
+        context.set_default_timeout(WAIT_MS)
         page = await context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -496,7 +500,7 @@ async def test_the_camera_page_takes_hands_free_spoken_questions(server, model, 
             await signed_in(page, server, "#/camera")
             await page.click("text=Start camera")
             await page.wait_for_function("() => Number(document.querySelector('#page-camera').dataset.frames || 0) >= 1",
-                                         timeout=60_000)
+                                         timeout=WAIT_MS)
             await page.check("#page-camera label:has-text('Hands-free') input")
             await page.locator(".camera-log li", has_text="It says EXIT.").wait_for(timeout=90_000)
             heard = page.locator(".camera-log li", has=page.locator(".kind", has_text="you said"))
@@ -527,9 +531,9 @@ async def test_a_call_rings_in_the_page_and_is_answered(page, server, model) -> 
     # The answer opens a voice session (web/js/voice.js) where the agent speaks first; without
     # that module the call goes on in the chat with the `[call answered]` turn.
     if (await page.request.get(server.url + "/static/js/voice.js")).ok:
-        await page.wait_for_selector(".voice", timeout=30_000)
+        await page.wait_for_selector(".voice", timeout=WAIT_MS)
     else:
-        await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+        await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
         assert "[call answered]" in await page.locator(".msg.user").last.text_content()
     await signed_in(page, server, "#/calls")
     await page.wait_for_selector("#page-calls .call")
@@ -570,7 +574,7 @@ async def test_a_pushed_call_rings_through_the_service_worker_with_answer_and_de
 
     await push(ring_notice(call, config))
     # The open page rings in-page, and the worker shows the persistent notification with both actions.
-    await page.locator("#ringing").wait_for(state="visible", timeout=30_000)
+    await page.locator("#ringing").wait_for(state="visible", timeout=WAIT_MS)
     assert "the pushed call" in await page.locator("#ringing").text_content()
     shown = await page.evaluate("""async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag }))
         .map((n) => ({ title: n.title, body: n.body, actions: n.actions.map((a) => a.action), sticky: n.requireInteraction }))""",
@@ -579,7 +583,7 @@ async def test_a_pushed_call_rings_through_the_service_worker_with_answer_and_de
                       "sticky": True}]
     # The call ended elsewhere: the notification closes and the page stops ringing.
     await push(ended_notice(call.model_copy(update={"status": "declined"}), config))
-    await page.locator("#ringing").wait_for(state="hidden", timeout=30_000)
+    await page.locator("#ringing").wait_for(state="hidden", timeout=WAIT_MS)
     left = await page.evaluate("async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag })).length",
                                f"call-{call.id}")
     assert left == 0
@@ -630,7 +634,7 @@ async def test_a_busy_server_is_asked_again_when_it_says_and_stop_gives_the_text
     assert shown.startswith("Too many new conversations are waiting for a process to start. Sending again in")
     assert "try again" not in shown
     await shoot(page, "chat-busy-countdown")
-    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=30_000)
+    await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     assert (await page.locator(".msg.assistant").last.locator(".md").text_content()).strip() == "Served after the wait."
     assert len(sent) == 2 and all(json.loads(body)["message"] == "Are you busy?" for body in sent)
     assert await page.locator(".msg.user").count() == 1 and await status.is_hidden()

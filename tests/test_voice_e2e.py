@@ -23,6 +23,7 @@ from tests.conftest import OWNER_KEY, OWNER_PIN
 from tests.device_client import pair
 from tests.scripted_openai import text as scripted_text
 from tests.speech_check import heard_as, words
+from tests.waiting import WAIT_MS
 
 pytestmark = pytest.mark.e2e
 
@@ -418,6 +419,7 @@ async def browser_page(server: Any, wav: str | None = None):
     pw = await async_playwright().start()
     browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
     page = await browser.new_page()
+    page.set_default_timeout(WAIT_MS)
     await page.goto(server.url + "/healthz")
 
     async def close() -> None:

@@ -7,6 +7,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+# A page's waits in Chromium (Playwright's default is 30 s): generous, so that a loaded 2-core
+# machine slows a page test down without failing it.
+WAIT_MS = 90_000
 
 
 def until(predicate: Callable[[], T], timeout: float = 30.0, describe: Callable[[], str] | None = None,
