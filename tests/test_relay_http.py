@@ -151,6 +151,24 @@ async def test_long_poll_wakes_on_append_and_urgent_filter(make_relay) -> None:
     assert bad.status_code == 400 and error_code(bad) == "invalid_request"
 
 
+async def test_a_stopping_relay_answers_a_parked_long_poll_at_once_and_a_new_one_too(make_relay) -> None:
+    """`iriis relay serve` stopping: a reader parked for 55 s must not hold the stop that long."""
+    relay = await make_relay()
+    uid = (await relay.create())["uid"]
+    assert (await relay.post("one")).status_code == 201
+    poll = asyncio.create_task(relay.client.get(f"{relay.url}/wait", params={"since": 1, "timeout": 55},
+                                                headers=relay.auth))
+    await parked(relay, uid)
+    assert not poll.done()
+    relay.service.release_polls()
+    answered = await asyncio.wait_for(poll, 10)
+    assert answered.status_code == 204  # nothing new: its client polls again, as after a timeout
+    again = await asyncio.wait_for(relay.client.get(f"{relay.url}/wait", params={"since": 1, "timeout": 55},
+                                                    headers=relay.auth), 10)
+    assert again.status_code == 204
+    assert (await relay.post("two")).json()["seq"] == 2  # posts are still taken meanwhile
+
+
 async def test_concurrent_posts_get_consecutive_seqs_each_stored_before_its_reply(make_relay) -> None:
     relay = await make_relay(messages_per_minute=1000)
     uid = (await relay.create())["uid"]

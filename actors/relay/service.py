@@ -60,6 +60,7 @@ class RelayService:
         self._keys: dict[str, str] = {}
         self._posting: dict[str, GroupCommit[Post, Envelope]] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         Path(config.data_dir, "tmp").mkdir(parents=True, exist_ok=True)
 
     def now(self) -> float:
@@ -116,6 +117,27 @@ class RelayService:
         if isinstance(result, RelayFault):
             raise RelayError.from_fault(result)
         return result
+
+    async def park(self, uid: str, since: int, timeout: float, urgent: bool) -> list[Envelope] | None:
+        """A long poll: what comes after `since`, or None (a 204) at `timeout`, or at once when the
+        relay is stopping (`release_polls`), so that a parked reader never holds up a shutdown:
+        its client polls again, as it does after any 204."""
+        if self._stopping.is_set():
+            return None
+        call = asyncio.ensure_future(self.call(uid, "wait", since, timeout, urgent, self.now()))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({call, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if call.done():
+            return call.result()
+        call.cancel()
+        return None
+
+    def release_polls(self) -> None:
+        """The relay is stopping: every parked long poll is answered now, and any new one at once."""
+        self._stopping.set()
 
     async def post(self, uid: str, message: dict[str, Any], metadata: dict[str, Any]) -> Envelope:
         """Append a client's message; answered once it is stored. Group commit: posts to one

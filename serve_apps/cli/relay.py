@@ -150,6 +150,7 @@ async def _serve(args: argparse.Namespace, settings: object, relay: RelaySetting
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    service.release_polls()  # a parked long poll would otherwise hold the stop for up to 55 s
     for server in servers:
         server.should_exit = True
     await asyncio.gather(*tasks, return_exceptions=True)

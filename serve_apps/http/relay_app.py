@@ -160,7 +160,7 @@ def build_relay_app(service: RelayService, peer: bool = False, admin: bool = Fal
         flt = request.query_params.get("filter")
         if flt not in (None, "", "urgent"):
             raise RelayError("invalid_request", "filter may only be urgent")
-        result = await service.call(uid, "wait", since, timeout, flt == "urgent", service.now())
+        result = await service.park(uid, since, timeout, flt == "urgent")
         return Response(status_code=204) if result is None else model_response(result)
 
     async def put_file(request: Request) -> Response:
