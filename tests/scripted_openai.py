@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections import deque
@@ -21,6 +20,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.server_proc import free_port
 
 
 @dataclass
@@ -89,7 +90,7 @@ class ScriptedOpenAI:
         self.side_responder: Callable[[dict[str, Any]], Reply | None] | None = None
         # The same for the chat models: consulted before the queues.
         self.responder: Callable[[dict[str, Any]], Reply | None] | None = None
-        self.port = _free_port()
+        self.port = free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -207,8 +208,3 @@ class ScriptedOpenAI:
         if self._thread:
             self._thread.join(timeout=5)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

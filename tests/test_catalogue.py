@@ -7,7 +7,6 @@ import asyncio
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,6 +21,7 @@ from actors.tools.config import McpConfig, RestartPolicy, ServerConfig, load_mcp
 from actors.tools.mcp_outcomes import describe_error, root_cause
 from actors.tools.mcp_resolve import Scrubber, expand_vars, mcp_url, normalise_header, resolve_server
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
+from tests.server_proc import free_port
 
 SERVERS = Path(__file__).parent / "mcp_servers"
 ECHO = SERVERS / "echo_server.py"
@@ -54,12 +54,6 @@ async def make_catalogue() -> AsyncIterator[MakeCatalogue]:
     yield make
     for cat in made:
         await cat.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +216,7 @@ async def test_http_server_with_bearer_from_env(make_catalogue: MakeCatalogue, h
 
 
 async def test_unreachable_server_error_is_unwrapped_and_masked(make_catalogue: MakeCatalogue) -> None:
-    port = _free_port()  # nothing listens there once the probe socket is closed
+    port = free_port()  # nothing listens there
     cat = make_catalogue({
         "gone": ServerConfig(transport="http", url=f"http://127.0.0.1:{port}/mcp?token=${{SECRET}}",
                              headers={"Authorization": "Bearer ${SECRET}"}),

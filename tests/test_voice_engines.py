@@ -6,7 +6,6 @@ to the offline voice."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -27,6 +26,7 @@ from actors.settings import ProviderConfig
 from actors.voice.audio import pcm_to_float, resample_pcm, seconds, wav_bytes
 from actors.voice.engines import OFFLINE_STT, OFFLINE_TTS, SpeechService
 from actors.voice.protocol import INPUT_RATE, OUTPUT_RATE
+from tests.server_proc import free_port
 from tests.speech_check import heard_as, words
 
 SENTENCE = "Please remind me to water the plants tomorrow morning."
@@ -60,9 +60,7 @@ class HostedTTS:
     def __init__(self) -> None:
         self.answers: dict[str, tuple[int, dict[str, str]]] = {}
         self.calls: list[dict] = []
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
 
     async def speech(self, request: Request) -> Response:
         body = await request.json()
