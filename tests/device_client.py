@@ -35,7 +35,11 @@ class Device:
 
     async def recv(self, timeout: float = 15.0, skip_pings: bool = True) -> dict[str, Any]:
         while True:
-            frame = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancel that comes as
+            # the frame does, so a background reader told to stop read on (a suite hung 480 s on it).
+            async with asyncio.timeout(timeout):
+                raw = await self.ws.recv()
+            frame = json.loads(raw)
             if skip_pings and frame.get("type") == "ping":
                 await self.send({"type": "pong"})
                 continue

@@ -57,9 +57,9 @@ class Answering:
                 await self.got_call.wait()
 
     async def stop(self) -> None:
+        await self.device.close()  # the reader's next recv ends with the connection, cancelled or not
         self.task.cancel()
         await asyncio.gather(self.task, return_exceptions=True)
-        await self.device.close()
 
 
 async def never(_frame: dict[str, Any]) -> None:

@@ -41,7 +41,8 @@ class VoiceClient:
         self.order: list[str] = []   # "event:<type>" / "frame" as they came
 
     async def next(self, timeout: float = 60) -> dict[str, Any] | tuple[int, int, bytes]:
-        message = await asyncio.wait_for(self.ws.recv(), timeout)
+        async with asyncio.timeout(timeout):  # cancel-safe, unlike 3.11's wait_for (tests/device_client.py)
+            message = await self.ws.recv()
         if isinstance(message, bytes):
             frame = p.read_audio_frame(message)
             self.frames.append(frame)
