@@ -85,7 +85,8 @@ async def open_device(base_url: str, token: str | None, header: bool = True) -> 
 async def connected(base_url: str, token: str, frame: dict[str, Any] | None = None) -> tuple[Device, dict[str, Any]]:
     device = await open_device(base_url, token)
     await device.send(frame or hello())
-    return device, await device.recv_type("welcome", 30)
+    # Generous: on a loaded machine a device actor's first start can take tens of seconds.
+    return device, await device.recv_type("welcome", 120)
 
 
 def pair(base_url: str, owner_key: str, pin: str, kind: str = "linux", skills: list[str] | None = None,

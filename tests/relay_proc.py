@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.server_proc import IRIIS, REPO, count_start, free_port
+from tests.server_proc import IRIIS, RAY_START_TIMED_OUT, REPO, count_start, end_session, free_port
 
 
 class LineProcess:
@@ -66,8 +66,17 @@ def relay_serve(home: Path, data: Path, extra_env: dict[str, str], port: int | N
     # Its own Ray unless the caller names a cluster (RAY_ADDRESS in extra_env).
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env |= {"IRIIS_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra_env}
-    proc = LineProcess([str(IRIIS), "relay", "serve", "-addr", f"127.0.0.1:{port}", "-data", str(data)], env)
-    return proc.start(), port
+    argv = [str(IRIIS), "relay", "serve", "-addr", f"127.0.0.1:{port}", "-data", str(data)]
+    proc = LineProcess(argv, env).start()
+    try:
+        proc.wait_lines(1, 180)  # its pairing token: up and serving
+    except RuntimeError as exc:
+        if RAY_START_TIMED_OUT not in str(exc):
+            raise
+        assert proc.proc is not None
+        end_session(proc.proc.pid)  # whatever of its Ray did start
+        proc = LineProcess(argv, env).start()  # once more; its callers wait for the token
+    return proc, port
 
 
 def relay_connect(token: str, env: dict[str, str], prefix: list[str] | None = None) -> LineProcess:
