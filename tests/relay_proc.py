@@ -71,10 +71,10 @@ def relay_serve(home: Path, data: Path, extra_env: dict[str, str], port: int | N
     try:
         proc.wait_lines(1, 180)  # its pairing token: up and serving
     except RuntimeError as exc:
+        assert proc.proc is not None
+        end_session(proc.proc.pid)  # the failed start and whatever of its Ray did start
         if RAY_START_TIMED_OUT not in str(exc):
             raise
-        assert proc.proc is not None
-        end_session(proc.proc.pid)  # whatever of its Ray did start
         proc = LineProcess(argv, env).start()  # once more; its callers wait for the token
     return proc, port
 
