@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from actors.common.errors import ErrorInfo
+from actors.common.ids import RowIdField
 
 MAX_AUDIO_B64 = 4_000_000  # about 3 MB of audio: a spoken question, not a recording
 
@@ -24,7 +25,7 @@ class Goal(BaseModel):
 
 class UseProcedure(BaseModel):
     type: Literal["procedure"]
-    id: int | None = None
+    id: RowIdField | None = None
 
 
 class Coach(BaseModel):
@@ -37,7 +38,7 @@ class Review(BaseModel):
     type: Literal["review"]
     seconds: float = Field(default=90, gt=0, le=90)
     question: str = Field(default="", max_length=500)
-    file_id: int | None = None
+    file_id: RowIdField | None = None
 
 
 class Confirm(BaseModel):

@@ -13,7 +13,7 @@ from typing import Any
 from actors.devices.protocol import DeviceTool, Hello
 from actors.common.toolspec import ToolSpec
 
-DEVICE_SERVER = re.compile(r"^device(\d+)_([a-z][a-z0-9_]*)$")
+DEVICE_SERVER = re.compile(r"^device([0-9]+)_([a-z][a-z0-9_]*)$")
 ROLES: tuple[str, ...] = ("owner", "admin", "member", "staff")
 MANAGERS: frozenset[str] = frozenset({"owner", "admin"})
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from actors.common.ids import ascii_int
 from actors.relay.pairing import Blob, TokenError, decode
 from actors.relay.settings import RelaySettings
 from actors.relay.tunnel import Forwarder, TunnelError, candidate_addresses, dial, ensure_certificate
@@ -35,9 +36,10 @@ LOCAL_TIMEOUT = httpx.Timeout(30, connect=3)
 
 def _split_addr(addr: str, flag: str) -> tuple[str, int]:
     host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    number = ascii_int(port, 65535)
+    if not sep or number is None:
         raise SystemExit(f"iriis relay: {flag} must be host:port, got {addr!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    return host.strip("[]") or "127.0.0.1", number
 
 
 def _logging(verbose: bool) -> None:

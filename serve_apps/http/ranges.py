@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from fastapi.responses import Response
 
-RANGE = re.compile(r"\s*bytes=(\d*)-(\d*)\s*")
+RANGE = re.compile(r"\s*bytes=([0-9]*)-([0-9]*)\s*")
 INLINE_PREFIXES = ("image/", "audio/", "video/")
 NOT_INLINE = {"image/svg+xml"}
 

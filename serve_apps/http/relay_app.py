@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from actors.common.ids import MAX_ROW_ID, ascii_digits, ascii_int, over_cap
 from actors.errors import report
 from actors.relay.envelope import validate_post
 from actors.relay.errors import RelayError, error_body
@@ -51,21 +52,26 @@ def _key(request: Request) -> str | None:
 
 
 def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
+    """A plain integer query parameter (ASCII digits, an optional minus) from `minimum` to
+    2^63 - 1, the most a stored sequence number can be; anything else is `invalid_request`."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise RelayError("invalid_request", f"{name} must be an integer") from None
+    digits = raw[1:] if raw.startswith("-") else raw
+    if not ascii_digits(digits):
+        raise RelayError("invalid_request", f"{name} must be an integer")
+    value = ascii_int(digits)
+    if value is None:
+        raise RelayError("invalid_request", f"{name} must be at most {MAX_ROW_ID}")
+    if raw.startswith("-"):
+        value = -value
     if value < minimum:
         raise RelayError("invalid_request", f"{name} must be at least {minimum}")
     return value
 
 
 async def _read_capped(request: Request, cap: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > cap:
+    if over_cap(request.headers.get("content-length"), cap):
         raise RelayError("payload_too_large", f"the body is over {cap} bytes")
     chunks: list[bytes] = []
     size = 0
@@ -95,8 +101,7 @@ def _abandon(out: BinaryIO, path: str) -> None:
 async def _spool(request: Request, cap: int, folder: str) -> tuple[str, int]:
     """Stream an upload to a temporary file under the data folder, refusing it past `cap`.
     The file is opened, written and closed in worker threads."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > cap:
+    if over_cap(request.headers.get("content-length"), cap):
         raise RelayError("payload_too_large", f"files are at most {cap} bytes")
     path, out = await asyncio.to_thread(_open_spool, folder)
     size = 0

@@ -24,6 +24,7 @@ from serve_apps.http.auth import (
 )
 from serve_apps.http.deps import GatewayDep, Owner
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import AuthCheck, Deleted, OwnerKeyCreated, OwnerKeyList, page
 
 router = APIRouter()
@@ -85,7 +86,7 @@ async def new_key(body: NewKey, _owner: Owner, gw: GatewayDep) -> OwnerKeyCreate
 
 
 @router.delete("/v1/keys/{key_id}")
-async def delete_key(key_id: int, request: Request, _owner: Owner, gw: GatewayDep) -> Deleted:
+async def delete_key(key_id: RowId, request: Request, _owner: Owner, gw: GatewayDep) -> Deleted:
     """Revoke a stored key; it stops working within a few seconds on every replica."""
     if not await revoke_key(gw.store, key_id):
         raise ApiError(404, "not_found", "No stored key with that id.")

@@ -24,6 +24,7 @@ from actors.notify.watcher import act
 from actors.scheduler import tasks
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import page
 from serve_apps.http.notify_models import CallAnswer, CallCreate, CallList, CallPublic, call_public, route_config
 
@@ -73,7 +74,7 @@ async def call_list(_owner: Owner, store: StoreDep, status: str | None = None, l
 
 
 @router.get("/v1/calls/{call_id}")
-async def call_get(call_id: int, _owner: Owner, store: StoreDep) -> CallPublic:
+async def call_get(call_id: RowId, _owner: Owner, store: StoreDep) -> CallPublic:
     call = await call_store.get_call(store, call_id)
     if call is None:
         raise ApiError(404, "not_found", f"No call {call_id}.")
@@ -94,15 +95,15 @@ async def _act(store: Any, call_id: int, action: Action) -> CallAnswer:
 
 
 @router.post("/v1/calls/{call_id}/answer")
-async def call_answer(call_id: int, _owner: Owner, store: StoreDep) -> CallAnswer:
+async def call_answer(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "answer")
 
 
 @router.post("/v1/calls/{call_id}/decline")
-async def call_decline(call_id: int, _owner: Owner, store: StoreDep) -> CallAnswer:
+async def call_decline(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "decline")
 
 
 @router.post("/v1/calls/{call_id}/cancel")
-async def call_cancel(call_id: int, _owner: Owner, store: StoreDep) -> CallAnswer:
+async def call_cancel(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "cancel")

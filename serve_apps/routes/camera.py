@@ -10,6 +10,7 @@ from pydantic import ConfigDict
 from actors.camera import procedures
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import Deleted, Page, page
 from vision.procedure import ProcedureCreate
 
@@ -40,7 +41,7 @@ async def procedure_list(_owner: Owner, store: StoreDep) -> ProcedureList:
 
 
 @router.get("/v1/procedures/{procedure_id}", response_model=ProcedurePublic)
-async def procedure_get(procedure_id: int, _owner: Owner, store: StoreDep) -> ProcedurePublic:
+async def procedure_get(procedure_id: RowId, _owner: Owner, store: StoreDep) -> ProcedurePublic:
     found = await procedures.get(store, procedure_id)
     if found is None:
         raise ApiError(404, "not_found", "No procedure with that id.")
@@ -48,7 +49,7 @@ async def procedure_get(procedure_id: int, _owner: Owner, store: StoreDep) -> Pr
 
 
 @router.delete("/v1/procedures/{procedure_id}", response_model=Deleted)
-async def procedure_delete(procedure_id: int, _owner: Owner, store: StoreDep) -> Deleted:
+async def procedure_delete(procedure_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await procedures.delete(store, procedure_id):
         raise ApiError(404, "not_found", "No procedure with that id.")
     return Deleted(id=procedure_id, deleted=True)

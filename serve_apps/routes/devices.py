@@ -26,6 +26,7 @@ from serve_apps.http.bodies import SESSION_ID, ConfirmationAnswer
 from serve_apps.http.context import GatewayContext
 from serve_apps.http.deps import GatewayDep, Manager, Person, PersonOrDevice, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     AskReply,
     ConfirmationResult,
@@ -162,7 +163,7 @@ async def _revoke(store: Store, device_id: int, actor: str) -> DeviceRevoked:
 
 
 @router.delete("/v1/me/devices/{device_id}")
-async def revoke_mine(device_id: int, who: Person, store: StoreDep) -> DeviceRevoked:
+async def revoke_mine(device_id: RowId, who: Person, store: StoreDep) -> DeviceRevoked:
     device = await repo.get_device(store, device_id)
     if device is None or device.person_id != who.person_id or device.revoked:
         raise ApiError(404, "not_found", "No device of yours with that id.")
@@ -176,12 +177,12 @@ async def admin_devices(_manager: Manager, store: StoreDep) -> DeviceList:
 
 
 @router.delete("/v1/admin/devices/{device_id}")
-async def admin_revoke(device_id: int, manager: Manager, store: StoreDep) -> DeviceRevoked:
+async def admin_revoke(device_id: RowId, manager: Manager, store: StoreDep) -> DeviceRevoked:
     return await _revoke(store, device_id, f"person:{manager.person_id}")
 
 
 @router.put("/v1/me/devices/{device_id}/skills/{skill}")
-async def switch_skill(device_id: int, skill: str, body: SkillSwitch, who: Person, store: StoreDep) -> DeviceSkills:
+async def switch_skill(device_id: RowId, skill: str, body: SkillSwitch, who: Person, store: StoreDep) -> DeviceSkills:
     """On: the device's own person, with their PIN. Off: no PIN; an owner or admin may switch
     off anyone's, never on."""
     device = await repo.get_device(store, device_id)

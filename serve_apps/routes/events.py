@@ -9,9 +9,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from actors.common.ids import ascii_int
 from actors.devices import repository as repo
 from actors.devices.bus import event_bus
 from serve_apps.http.deps import Person, StoreDep
+from serve_apps.http.ids import Cursor
 from serve_apps.http.models import DeviceEventList, page
 
 router = APIRouter()
@@ -23,7 +25,7 @@ def _public(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("/v1/me/events")
-async def list_events(who: Person, store: StoreDep, after: int = 0, limit: int = 200) -> DeviceEventList:
+async def list_events(who: Person, store: StoreDep, after: Cursor = 0, limit: int = 200) -> DeviceEventList:
     return page(DeviceEventList, (_public(e) for e in await repo.list_events(store, who.person_id, after,
                                                                               max(1, min(limit, 200)))))
 
@@ -31,10 +33,11 @@ async def list_events(who: Person, store: StoreDep, after: int = 0, limit: int =
 @router.get("/v1/me/events/stream")
 async def stream_events(request: Request, who: Person, store: StoreDep) -> StreamingResponse:
     """Server-sent `device_event` events for the signed-in person only. Last-Event-ID (or
-    ?after=) replays what was kept since; otherwise it starts from now."""
-    resume = request.headers.get("last-event-id") or request.query_params.get("after")
-    if resume and resume.isdigit():
-        after = int(resume)
+    ?after=) replays what was kept since; otherwise it starts from now. One that is not a plain
+    number (ASCII digits, at most 2^63 - 1) is ignored, as a missing one is."""
+    resume = ascii_int(request.headers.get("last-event-id") or request.query_params.get("after"))
+    if resume is not None:
+        after = resume
         backlog = await repo.list_events(store, who.person_id, after)
     else:
         latest = await repo.list_events(store, who.person_id, 0, 1)

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import FileUploaded
 from serve_apps.http.ranges import byte_range_response
 
@@ -31,7 +32,7 @@ async def upload(_owner: Owner, gw: GatewayDep, file: Annotated[UploadFile, File
 
 
 @router.get("/v1/files/{file_id}", response_model=None)
-async def download(file_id: int, request: Request, _owner: Owner, store: StoreDep) -> Response:
+async def download(file_id: RowId, request: Request, _owner: Owner, store: StoreDep) -> Response:
     found = await store.get_file(file_id)
     if found is None:
         raise ApiError(404, "not_found", "No file with that id.")

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field, ValidationError
 from ray.exceptions import RayError
 
+from actors.common.ids import over_cap
 from actors.memory import repository as memory
 from actors.memory import transfer
 from actors.memory.embed import Encoder
@@ -20,6 +21,7 @@ from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError, error_body
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     Deleted,
     MemoryAdded,
@@ -121,8 +123,7 @@ async def memory_import(request: Request, _owner: Owner, store: StoreDep) -> Mem
     """Items as JSON lines (what /v1/memory/export writes). All or nothing: one bad line and
     nothing is written; the answer lists each bad line's number. Limits: `transfer.MAX_IMPORT_BYTES`
     bytes, `transfer.MAX_IMPORT_LINES` items, texts of at most 2000 characters."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > transfer.MAX_IMPORT_BYTES:
+    if over_cap(request.headers.get("content-length"), transfer.MAX_IMPORT_BYTES):
         raise ApiError(413, "too_large", f"An import is at most {transfer.MAX_IMPORT_BYTES} bytes.")
     body = bytearray()
     async for chunk in request.stream():
@@ -202,7 +203,7 @@ async def export_exchanges(_owner: Owner, gw: GatewayDep) -> StreamingResponse:
 
 
 @router.get("/v1/memory/{item_id}")
-async def memory_get(item_id: int, _owner: Owner, store: StoreDep) -> MemoryPublic:
+async def memory_get(item_id: RowId, _owner: Owner, store: StoreDep) -> MemoryPublic:
     item = await memory.get_item(store, item_id)
     if item is None:
         raise ApiError(404, "not_found", "No memory item with that id.")
@@ -210,7 +211,7 @@ async def memory_get(item_id: int, _owner: Owner, store: StoreDep) -> MemoryPubl
 
 
 @router.delete("/v1/memory/{item_id}")
-async def memory_delete(item_id: int, _owner: Owner, store: StoreDep) -> Deleted:
+async def memory_delete(item_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await memory.delete_item(store, item_id):
         raise ApiError(404, "not_found", "No memory item with that id.")
     return Deleted(id=item_id, deleted=True)

@@ -12,6 +12,7 @@ from actors.devices import repository as repo
 from serve_apps.http.bodies import check_session_id
 from serve_apps.http.deps import GatewayDep, Manager, Person, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     MessageList,
     PersonList,
@@ -71,7 +72,7 @@ async def list_people(_manager: Manager, store: StoreDep) -> PersonList:
 
 
 @router.delete("/v1/admin/people/{person_id}")
-async def remove_person(person_id: int, manager: Manager, store: StoreDep) -> PersonRemoved:
+async def remove_person(person_id: RowId, manager: Manager, store: StoreDep) -> PersonRemoved:
     """Removing a person revokes every device of theirs and closes it (4403)."""
     devices = await repo.list_devices(store, person_id)
     try:

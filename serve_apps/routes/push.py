@@ -17,6 +17,7 @@ from actors.notify import webpush
 from actors.store.models import OutboxItem
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import Deleted, page
 from serve_apps.http.notify_models import (
     ChannelsPublic,
@@ -59,7 +60,7 @@ async def push_subscriptions(_owner: Owner, store: StoreDep) -> PushSubscription
 
 
 @router.delete("/v1/push/subscriptions/{sub_id}")
-async def push_unsubscribe(sub_id: int, _owner: Owner, store: StoreDep) -> Deleted:
+async def push_unsubscribe(sub_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await webpush.delete_subscription(store, sub_id):
         raise ApiError(404, "not_found", f"No push subscription {sub_id}.")
     return Deleted(id=sub_id, deleted=True)

@@ -20,6 +20,7 @@ from actors.common.names import SCHEDULER, find_actor_async
 from actors.scheduler import tasks
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.errors import ApiError
+from serve_apps.http.ids import RowId
 from serve_apps.http.models import Open, Page, page
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ async def task_list(_owner: Owner, store: StoreDep, status: str | None = None, k
 
 
 @router.get("/v1/tasks/{task_id}")
-async def task_get(task_id: int, _owner: Owner, store: StoreDep) -> TaskPublic:
+async def task_get(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPublic:
     row = await tasks.get_task(store, task_id)
     if row is None:
         raise ApiError(404, "not_found", f"No task {task_id}.")
@@ -90,7 +91,7 @@ async def task_get(task_id: int, _owner: Owner, store: StoreDep) -> TaskPublic:
 
 
 @router.delete("/v1/tasks/{task_id}")
-async def task_cancel(task_id: int, _owner: Owner, store: StoreDep) -> TaskPublic:
+async def task_cancel(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPublic:
     """Cancel a scheduled or running task; a finished one is answered as it is."""
     row = await tasks.cancel_task(store, task_id, time.time())
     if row is None:

@@ -25,6 +25,7 @@ from actors.camera.events import CameraEvent, Hello, State
 from actors.camera.messages import Signal
 from actors.camera.stream import StreamCore
 from actors.common.errors import ErrorInfo
+from actors.common.ids import ascii_int
 from actors.common.placement import preferred
 from actors.common.restart import through_restart
 from actors.errors import report
@@ -170,9 +171,9 @@ async def camera_socket(ws: WebSocket) -> None:
         core.spawn(_forward(handle, "owner", send))
         await send(Hello(stream_id=stream_id, session_id=session_id, max_frame_bytes=limit,
                          ocr_every=core.frame_config["ocr_every"], vision_model=bool(gw.config.camera.vision)))
-        procedure = ws.query_params.get("procedure")
-        if procedure and procedure.isdigit():
-            await core.on_text(f'{{"type": "procedure", "id": {int(procedure)}}}')
+        procedure = ascii_int(ws.query_params.get("procedure"))
+        if procedure:
+            await core.on_text(f'{{"type": "procedure", "id": {procedure}}}')
         await _serve(ws, core, limit, gw.config.camera.idle_seconds)
     except WebSocketDisconnect:
         pass
