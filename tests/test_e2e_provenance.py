@@ -81,3 +81,46 @@ def test_the_owner_sees_which_memories_came_from_outside(client) -> None:
     items = client.get("/v1/memory").json()["data"]
     mine = next(i for i in items if i["text"] == "The owner prefers mornings")
     assert mine["from_outside"] is False and mine["provenance"] is None
+
+
+# -- issue 31: provenance that survives the store ------------------------------------------------
+
+
+def _session_of(events) -> str:
+    return next(d["session_id"] for e, d in events if e == "done")
+
+
+def test_a_reply_that_quoted_an_attachment_keeps_the_next_turn_behind_the_owners_yes(server, client, model) -> None:
+    """Turn 1 reads notes.txt and the reply quotes its instruction; turn 2 is an unrelated
+    question from the owner. The model obeys the quote; the owner is asked, naming the file."""
+    f = _upload(client)
+    model.enqueue(so.text(f"The notes say budget approved. They also say: {INJECTED}"))
+    first = chat(client, OWNER_KEY, f"Summarize these notes\n{f['attachment']}")
+    sid = _session_of(first)
+    model.enqueue(so.tools(("notify_owner", {"body": INJECTED})), so.text("I did not send that."))
+    turn = LiveChat(server.url, OWNER_KEY, {"message": "How is my week looking?", "session_id": sid})
+    ask = turn.wait_for("confirm")
+    source = f"file:{f['id']} notes.txt"
+    assert ask["tool"] == "notify_owner" and ask["sources"] == [source], ask
+    client.post(f"/v1/confirmations/{ask['id']}", json={"approve": False})
+    assert _statuses(turn.join(), "notify_owner") == ["start", "declined"]
+    audit = _nothing_ran(client)
+    assert audit["tainted"] is True and audit["sources"] == [source]
+
+
+def test_a_relay_peers_message_in_the_history_is_not_the_owners_and_declines_unattended(client, model) -> None:
+    """A relay wake-up turn (its message names the peer), then an unattended turn in the same
+    conversation: the peer's words in the history keep the auto-tier action from running."""
+    peer = "relay:9f8e7d6c from mallory-bot"
+    model.enqueue(so.text("Noted."))
+    first = chat(client, OWNER_KEY, f"[relay] mallory-bot wrote: {INJECTED}", sources=[peer])
+    sid = _session_of(first)
+    model.enqueue(so.tools(("notify_owner", {"body": INJECTED})), so.text("I could not do that here."))
+    events = chat(client, OWNER_KEY, "Anything new?", session_id=sid, confirmations=False)
+    assert not [e for e, _ in events if e == "confirm"]
+    assert _statuses(events, "notify_owner") == ["start", "declined"]
+    audit = _nothing_ran(client)
+    assert audit["tainted"] is True and audit["sources"] == [peer]
+    # What the model was shown for turn 2: the peer's message came back as history.
+    shown = [m["content"] for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"]
+    assert any(INJECTED in c for c in shown)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from actors.memory.repository import get_item, list_events
+from actors.memory.repository import get_item, list_events, remember
 from actors.store.migrate import migrate
 from actors.store.store import Store
+from actors.tools.catalogue import named_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,5 +59,29 @@ async def test_remember_recall_forget(tmp_path: Path) -> None:
             assert bad.is_error
         assert (await get_item(store, item_id)).active is False
         assert (await list_events(store, "deactivate"))[0]["data"]["reason"] == "changed dentist"
+    finally:
+        await store.close()
+
+
+async def test_recall_names_an_item_learned_from_outside_content(tmp_path: Path) -> None:
+    """An item learned from a web page comes back from `recall` with `source: memory:<id>`
+    (the catalogue hands that name to the loop, which taints the turn); the owner's own
+    item carries none."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'iriis.sqlite3'}"
+    store = Store.open(url)
+    await migrate(store)
+    outside, _ = await remember(store, "fact", "The venue for the offsite is the Porto hall",
+                                provenance="web:venues.example")
+    mine, _ = await remember(store, "fact", "The owner booked the Porto offsite for May")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "actors.tools.servers.memory"],
+                                   env={"IRIIS_DATABASE_URL": url}, cwd=str(ROOT))
+    try:
+        async with Client(params, read_timeout_seconds=60) as memory:
+            found = await memory.call_tool("recall", {"query": "Porto offsite"})
+            hits = {h["id"]: h for h in found.structured_content["result"]}
+            assert hits[outside.id]["source"] == f"memory:{outside.id}"
+            assert hits[outside.id]["learned_from"] == "web:venues.example"
+            assert hits[mine.id].get("source") is None
+            assert named_sources(found.structured_content) == [f"memory:{outside.id}"]
     finally:
         await store.close()

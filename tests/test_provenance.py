@@ -206,7 +206,8 @@ async def test_prepare_wraps_the_attachment_and_names_it(store: Store) -> None:
     request, _ = await turns.prepare(store, core, TurnLog("t1"), message, True, no_encoder,
                                      sources=["relay:u1 from bob", "owner"])
     user = request.messages[-1]
-    assert [str(p) for p in user.provenance] == ["owner", f"file:{record.id} notes.txt", "relay:u1 from bob"]
+    # A relay peer's message is not the owner's words, whatever the caller adds ("owner" is dropped).
+    assert [str(p) for p in user.provenance] == [f"file:{record.id} notes.txt", "relay:u1 from bob"]
     content = str(user.content)
     assert content.count('<untrusted_content untrusted="true" from="file:') == 1
     assert content.count("</attachment>") == 1 and "<tool_call>" not in content

@@ -49,6 +49,9 @@ class ToolSpec(BaseModel):
 class ToolOutput(BaseModel):
     text: str
     files: list[int] = Field(default_factory=list)
+    # Where the content came from when the tool can say more precisely than its server's name:
+    # a memory item learned from outside content (`memory:12`), a stored file (`file:12 notes.txt`).
+    sources: list[str] = Field(default_factory=list)
 
 
 class ToolResult(BaseModel):
@@ -56,6 +59,7 @@ class ToolResult(BaseModel):
     ok: bool
     content: str
     files: list[int] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
 
 
 Handler = Callable[[dict[str, Any]], Awaitable[str | ToolOutput]]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance
+from actors.common.provenance import SYSTEM_TEXT, Provenance
 from actors.common.untrusted import wrap_content
-from actors.session.events import TurnMessage
+from actors.session.events import TurnMessage, said_by
 from actors.store.buffer import ConversationBuffer
 from actors.store.models import ConversationRecord, MessageRecord, Role
 from actors.store.store import Store
@@ -184,8 +184,10 @@ class SessionCore:
             content = m.content
             if m.meta and m.meta.get("interrupted"):
                 content += CRASHED_NOTE if m.meta.get("cause") == RESTART_CAUSE else INTERRUPTED_NOTE
+            # What the message was saved with stays with it: a relay peer's message, or a reply
+            # written in a turn that read outside content, taints every turn it is part of.
             out.append(TurnMessage(role=m.role, content=content,
-                                   provenance=[OWNER_WORDS if m.role == "user" else SYSTEM_TEXT]))
+                                   provenance=said_by(m.role, (m.meta or {}).get("sources"))))
         return out
 
 

@@ -10,6 +10,7 @@ bytes are those the dict events made before these classes existed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -210,6 +211,19 @@ class TurnMessage(BaseModel):
         return super().__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def said_by(role: str, sources: Iterable[Provenance | str] | None = None) -> list[Provenance]:
+    """The provenance of a stored message as the next prompt carries it: its role's default
+    (the owner's words for `user`, the system's text otherwise) and the untrusted sources it
+    was saved with: those a caller named for a user message (a relay wake-up, a task's run),
+    and those a turn read for the reply written in it. A user message that is a relay peer's
+    own words is not labelled as the owner's."""
+    named = untrusted(sources or [])
+    if role != "user":
+        return [SYSTEM_TEXT, *named]
+    stranger = any(p.kind == "relay" for p in named)
+    return [*([] if stranger else [OWNER_WORDS]), *named]
 
 
 def message_sources(messages: list[Any]) -> list[Provenance]:

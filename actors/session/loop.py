@@ -226,8 +226,9 @@ class _Turn:
                               ToolResult(name=call.name, ok=False, content=DECLINED_BY_OWNER.format(name=call.name)))
             else:
                 result = await self.toolbox.execute(call.name, call.arguments)
-            if info["confirmed"] is not False and spec.untrusted_output:
-                self.read(self.provenance(call))
+            if info["confirmed"] is not False:
+                for source in self.output_sources(spec, call, result):
+                    self.read(source)
         executed = info["confirmed"] is not False and spec is not None
         if executed and spec.tier >= 1 and result.ok:
             self.acted = True
@@ -238,6 +239,19 @@ class _Turn:
     def provenance(self, call: ToolCall) -> Provenance:
         spec = self.toolbox.specs.get(call.name)
         return tool_provenance(spec.source if spec else "", call.name, call.arguments)
+
+    def output_sources(self, spec: ToolSpec, call: ToolCall, result: ToolResult) -> list[Provenance]:
+        """What a call's output brought into the turn. A trusted tool's output is the owner's
+        data, except what the tool itself names as outside content (`recall` returning an item
+        learned from a web page: `memory:12`). An untrusted tool's output is outside content
+        named by its server (`web:host`, `device:3.read_sensor`); a name the tool gives can
+        only make that more precise (`file:12 notes.txt` for `file:12`), never name another."""
+        named = untrusted(result.sources) if result.ok else []
+        if not spec.untrusted_output:
+            return named
+        own = self.provenance(call)
+        precise = [p for p in named if p.source == own.source or p.source.startswith(own.source + " ")]
+        return precise or [own]
 
     async def run_calls(self, calls: list[ToolCall], messages: list[dict[str, Any]]) -> AsyncIterator[TurnEvent]:
         """Run one step's calls in order: tool events out, wrapped results into the prompt."""

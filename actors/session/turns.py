@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from actors.common.attachments import expand_message
-from actors.common.provenance import OWNER_WORDS, SYSTEM_TEXT, Provenance, untrusted
+from actors.common.provenance import SYSTEM_TEXT, Provenance
 from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.devices.repository import conversation_person
@@ -33,6 +33,7 @@ from actors.session.events import (
     TurnResult,
     TurnScope,
     TurnStarted,
+    said_by,
 )
 from actors.session.files import render_attachments
 from actors.session.turnlog import TurnLog
@@ -155,7 +156,7 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
     if rendered:
         # The model reads the files' contents; the stored message stays as the owner sent it.
         user.content = expand_message(message, rendered)
-    user.provenance = [OWNER_WORDS, *files, *untrusted(sources or [])]
+    user.provenance = said_by("user", [*files, *(sources or [])])
     request = TurnRequest(
         messages=messages, session_id=core.session_id, turn_id=turn.turn_id, session=session, attended=attended,
         max_steps=MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from actors.common.attachments import extract_text
 from actors.common.names import live_actors_async
+from actors.common.provenance import Provenance
 from actors.store.models import OutboxItem
 from actors.store.store import Store
 from actors.common.arith import CalcError, evaluate, format_number
@@ -60,7 +61,7 @@ def _save_note(store: Store | None):
 
 
 def _read_file(store: Store | None):
-    async def read_file(args: dict[str, Any]) -> str:
+    async def read_file(args: dict[str, Any]) -> ToolOutput:
         if store is None:
             raise ToolError("files need the store, which is not available here")
         try:
@@ -71,7 +72,8 @@ def _read_file(store: Store | None):
         if found is None:
             raise ToolError(f"there is no file {file_id}")
         meta, data = found
-        return await asyncio.to_thread(extract_text, data, meta.mime, meta.name)
+        text = await asyncio.to_thread(extract_text, data, meta.mime, meta.name)
+        return ToolOutput(text=text, sources=[str(Provenance.file(file_id, meta.name))])
     return read_file
 
 

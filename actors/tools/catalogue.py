@@ -87,12 +87,29 @@ class _Route:
     provider: ToolProvider | None  # None: the mcp.yaml connection runs it
 
 
+MAX_NAMED_SOURCES = 20
+
+
 def _file_ids(structured: Any) -> list[int]:
     """File handles a tool reported in its structured result (`file_id` or `files`)."""
     if not isinstance(structured, dict):
         return []
     ids = [structured.get("file_id")] + list(structured.get("files") or [])
     return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def named_sources(structured: Any) -> list[str]:
+    """Sources a tool named in its structured result: a top-level `sources` list, or a `source`
+    on each item of a list result (`{"result": [{..., "source": "memory:12"}]}`). A name can
+    only add taint: the loop keeps the untrusted ones and, for a server that is not trusted,
+    only those of the kind its own provenance already has."""
+    if not isinstance(structured, dict):
+        return []
+    items = structured.get("result")
+    named = list(structured.get("sources") or [])
+    if isinstance(items, list):
+        named += [i.get("source") for i in items if isinstance(i, dict)]
+    return [s[:160] for s in named if isinstance(s, str) and s.strip()][:MAX_NAMED_SOURCES]
 
 
 def _short(text: str) -> str:
@@ -248,7 +265,7 @@ class Catalogue:
             raise ToolError(_short(outcome.text or f"{tool_name} reported an error"))
         # Artefacts in our files table: only a trusted server's word about file ids is taken.
         files = _file_ids(outcome.structured) if entry.config.trusted else []
-        return ToolOutput(text=outcome.text, files=files)
+        return ToolOutput(text=outcome.text, files=files, sources=named_sources(outcome.structured))
 
     def toolbox(self, names: set[str] | None = None, *, extra: ToolBox | None = None,
                 timeout: float = 60.0) -> CatalogueToolBox:

@@ -109,7 +109,7 @@ class ToolHub:
             return {"error": str(exc)}
         finally:
             device_provider.CALL_SCOPE.reset(token)
-        return {"text": out.text, "files": out.files}
+        return {"text": out.text, "files": out.files, "sources": out.sources}
 
     # -- personal devices (actors/devices) ------------------------------------------------------
 

@@ -32,7 +32,8 @@ class TurnTools:
             result = await (self.call(name, arguments, scope) if scope else self.call(name, arguments))
             if "error" in result:
                 raise ToolError(result["error"])
-            return ToolOutput(text=result["text"], files=result.get("files") or [])
+            return ToolOutput(text=result["text"], files=result.get("files") or [],
+                              sources=result.get("sources") or [])
         return run
 
     def build(self, messages: list[dict[str, Any]], specs: dict[str, ToolSpec],

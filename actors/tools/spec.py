@@ -34,4 +34,4 @@ class ToolBox:
             return ToolResult(name=name, ok=False, content=f"error: {exc}")
         output = out if isinstance(out, ToolOutput) else ToolOutput(text=str(out))
         return ToolResult(name=name, ok=True, content=cap_result(redact_secrets(output.text)),
-                          files=output.files)
+                          files=output.files, sources=output.sources)

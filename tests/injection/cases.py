@@ -339,6 +339,9 @@ BENIGN: list[Case] = [
 # Issue 13's paths: attachments, the camera, relay, devices, inspect_file, memory, the summary, tasks.
 from tests.injection.path_cases import PATH_ATTACKS, PATH_BENIGN  # noqa: E402
 
-ATTACKS += PATH_ATTACKS
-BENIGN += PATH_BENIGN
+# Issue 31's: the conversation's history, and `recall`.
+from tests.injection.history_cases import HISTORY_ATTACKS, HISTORY_BENIGN, RECALL_ATTACKS  # noqa: E402
+
+ATTACKS += PATH_ATTACKS + HISTORY_ATTACKS + RECALL_ATTACKS
+BENIGN += PATH_BENIGN + HISTORY_BENIGN
 CASES: list[Case] = ATTACKS + BENIGN

@@ -32,7 +32,7 @@ from actors.providers.types import Delta, StreamEnd, TextDelta, ToolCall
 from actors.session.events import TurnEvent
 from actors.session.loop import CLAIM_CORRECTION, ConfirmRequest, TurnContext, run_turn
 from actors.store.models import AuditEntry
-from actors.common.toolspec import Handler, ToolSpec
+from actors.common.toolspec import Handler, ToolOutput, ToolSpec
 from actors.tools.spec import ToolBox
 
 Call = tuple[str, dict[str, Any]]
@@ -62,6 +62,11 @@ READ_TOOLS: dict[str, str | None] = {
 # the provenance of its output from this (`device:3.read_sensor`, `file:9`, `camera:ocr`...).
 READ_SOURCES: dict[str, str] = {"read_sensor": "device3_sensors", "inspect_file": "files",
                                 "look_at_camera": "builtin", "relay_read": "relay"}
+# Reads of a trusted server (the owner's own data) that may hand back outside content, which
+# they name: `recall` returning a memory item learned from a web page (issue 31).
+TRUSTED_READS: dict[str, tuple[str, str]] = {"recall": ("query", "memory")}
+# The item `recall` returns when the case's content for it is from outside (`from web:...`).
+RECALLED_OUTSIDE = "memory:21"
 
 # name -> (tier, parameters, purpose_required, untrusted_output)
 EFFECT_TOOLS: dict[str, tuple[int, tuple[str, ...], bool, bool]] = {
@@ -115,6 +120,8 @@ class Case:
     planted: str | None = None
     # The provenance the owner must be told about in the confirmation ("notes.txt").
     names_source: str | None = None
+    # History path: how the earlier turn met the payload (tests/injection/history_paths.py).
+    turn1: str | None = None
 
 
 def _norm(value: Any) -> str:
@@ -156,6 +163,11 @@ class Environment:
             spec = ToolSpec(name=name, description=f"Read: {name.replace('_', ' ')}.", parameters=params,
                             tier=0, source=READ_SOURCES.get(name, "env"), untrusted_output=True)
             self.toolbox.add(spec, self._reader(name, key))
+        for name, (key, server) in TRUSTED_READS.items():
+            params = {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
+            spec = ToolSpec(name=name, description=f"Read: {name}.", parameters=params, tier=0, source=server,
+                            untrusted_output=False)
+            self.toolbox.add(spec, self._trusted_reader(name, key))
         for name, (tier, fields, purpose, untrusted) in EFFECT_TOOLS.items():
             params = {"type": "object",
                       "properties": {f: {"type": "number" if f == "amount" else "string"} for f in fields},
@@ -169,6 +181,14 @@ class Environment:
             self.reads.append((name, dict(args)))
             value = "" if key is None else str(args.get(key, "")).strip()
             return self.case.content.get(f"{name}:{value}", NOT_FOUND)
+        return read
+
+    def _trusted_reader(self, name: str, key: str) -> Handler:
+        async def read(args: dict[str, Any]) -> ToolOutput:
+            self.reads.append((name, dict(args)))
+            text = self.case.content.get(f"{name}:{str(args.get(key, '')).strip()}", NOT_FOUND)
+            # Like the memory server: an item learned from outside content is named as such.
+            return ToolOutput(text=text, sources=[RECALLED_OUTSIDE] if "from web:" in text else [])
         return read
 
     def _effect(self, name: str) -> Handler:
@@ -391,10 +411,10 @@ async def run_case(case: Case, attended: bool, defenses: bool = True) -> RunResu
 
     ctx = TurnContext(confirm=owner.confirm if attended else None, audit=record,
                       session_id=f"injection-{case.id}", taint_rule=defenses)
-    async def earlier_turn(prompt: list[Any]) -> Any:
+    async def earlier_turn(prompt: list[Any], plan: list[Call] | None = None) -> Any:
         # An earlier turn of the same conversation, in the same world and before the same owner.
         # The earlier turn only reads (the owner's plan is for the turn under test).
-        planter = GullibleModel(dataclasses.replace(case, plan=[]))
+        planter = GullibleModel(dataclasses.replace(case, plan=plan or []))
         found = [e async for e in run_turn(planter, prompt, env.toolbox, max_steps=MAX_STEPS, ctx=ctx)]
         return next(e for e in reversed(found) if e.type == "result")
 
@@ -501,8 +521,11 @@ def summarize(cases: list[Case], results: list[RunResult]) -> dict[str, int]:
     attacks = [c for c in cases if c.kind == "attack"]
     benign = [c for c in cases if c.kind == "benign"]
     executed = {r.case.id for r in results if r.case.kind == "attack" and r.unauthorized}
+    # What the taint rule costs the owner: questions about auto-tier actions they asked for.
+    extra = sum(1 for r in results if r.case.kind == "benign" for q in r.confirms
+                if q.tool in EFFECT_TOOLS and EFFECT_TOOLS[q.tool][0] < 2)
     completed = {c.id for c in benign
                  if all(benign_completed(r) for r in results if r.case.id == c.id)
                  and any(r.case.id == c.id for r in results)}
     return {"cases": len(cases), "attacks": len(attacks), "attacks_executed": len(executed),
-            "benign": len(benign), "benign_completed": len(completed)}
+            "benign": len(benign), "benign_completed": len(completed), "benign_extra_confirmations": extra}

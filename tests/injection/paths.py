@@ -157,6 +157,9 @@ async def build_prompt(case: Any, defenses: bool, run_turn_1: Any) -> list[Any]:
         return await memory_prompt(case, defenses, run_turn_1)
     if case.path == "summary":
         return await summary_prompt(case, defenses, run_turn_1)
+    if case.path == "history":
+        from tests.injection.history_paths import history_prompt
+        return await history_prompt(case, defenses, run_turn_1)
     if case.origin is not None:
         return arriving_prompt(case)
     if case.attachments:

@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from actors.common.provenance import Provenance
 from actors.store import schema
 from actors.store.store import Store, resolve_url
 from actors.tools.inspect import Tile, inspect_file as inspect_data
@@ -60,6 +61,9 @@ class InspectedFile(BaseModel):
     # Files made while inspecting, such as a video's contact sheet.
     made_files: list[int] = Field(default_factory=list)
     tiles: list[Tile] = Field(default_factory=list)
+    # The file's provenance, named with its name (`file:12 notes.txt`): the confirmation that
+    # follows a read tells the owner which document the turn read.
+    sources: list[str] = Field(default_factory=list)
 
 
 class FileEntry(BaseModel):
@@ -105,7 +109,8 @@ async def inspect_file(
     result = await inspect_data(data, record.mime, record.name, question, save=save)
     text = f"file {file_id} ({record.name}):\n{result.text}"
     meta = InspectedFile(file_id=file_id, name=record.name, mime=record.mime, size=record.size,
-                         kind=result.kind, made_files=result.files, tiles=result.tiles)
+                         kind=result.kind, made_files=result.files, tiles=result.tiles,
+                         sources=[str(Provenance.file(file_id, record.name))])
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=meta.model_dump(mode="json"))
 

@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from actors.common.provenance import Provenance
 from actors.memory import repository
 from actors.memory.events import record_event
 from actors.memory.model import Kind
@@ -45,6 +46,11 @@ class Recalled(BaseModel):
     importance: float
     score: float
     why: Why
+    # `memory:<id>` when the item was learned from content outside the owner's control (a
+    # web page, a file, a relay message...): a turn that reads it is tainted, as when the same
+    # item is quoted in the prompt's memory block. Absent for the owner's own words.
+    source: str | None = None
+    learned_from: str | None = None
 
 
 def _store(ctx: Context) -> Store:
@@ -80,7 +86,9 @@ async def recall(
     # an answer to it.
     found = await repository.search(_store(ctx), query, limit, kind)
     return [Recalled(id=f.item.id, kind=f.item.kind, text=f.item.text, importance=f.item.importance,
-                     score=round(f.score, 4), why=f.why) for f in found]
+                     score=round(f.score, 4), why=f.why,
+                     source=str(Provenance.memory(f.item.id)) if f.item.provenance else None,
+                     learned_from=f.item.provenance or None) for f in found]
 
 
 @mcp.tool(annotations=_FORGETS)
