@@ -22,7 +22,7 @@ from actors.voice.engines import SpeechService
 from tests.conftest import OWNER_KEY, OWNER_PIN
 from tests.device_client import pair
 from tests.scripted_openai import text as scripted_text
-from tests.speech_check import heard_as, words
+from tests.speech_check import heard_as, steady_speech, words
 from tests.waiting import WAIT_MS
 
 pytestmark = pytest.mark.e2e
@@ -100,8 +100,9 @@ def speech() -> SpeechService:
 
 
 async def spoken(speech: SpeechService, sentence: str) -> bytes:
-    said = await speech.synthesize(sentence)
-    return resample_pcm(said.pcm, p.OUTPUT_RATE, p.INPUT_RATE)
+    """The question as the microphone would send it; the same audio every run (steady_speech)."""
+    said = await asyncio.to_thread(steady_speech, sentence)
+    return resample_pcm(said, p.OUTPUT_RATE, p.INPUT_RATE)
 
 
 def stored(server: Any, session_id: str) -> list[dict[str, Any]]:
