@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     # A new conversation whose estimated wait in that queue is longer than this is answered
     # 503 with Retry-After at once (background turns wait however long).
     iriis_session_start_wait: float = Field(default=30.0, gt=0)
+    # Conversation actor processes alive at once (live conversations, spares and starts; each
+    # 110-190 MB). At the cap a new conversation lets the least recently used idle one go (it is
+    # rebuilt from the store on its next use); with every one busy, a person's new conversation
+    # gets 503 with Retry-After and a background one waits. 0: a quarter of the machine's
+    # memory over 200 MiB each, 4 to 256 (actors/session/admission.py).
+    iriis_session_max_live: int = Field(default=0, ge=0, le=4096)
     # Backpressure: HTTP requests one gateway replica handles at once before it answers 503
     # with Retry-After (WebSockets are not counted).
     iriis_gateway_max_ongoing: int = Field(default=200, ge=1)

@@ -24,12 +24,10 @@ from contextlib import aclosing
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
 from pydantic import BaseModel
 
 from actors.common.errors import ErrorInfo
 from actors.common.idle import IdleWatch
-from actors.common.names import NAMESPACE, SESSIONS, find_actor, find_actor_async
 from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.errors import report
@@ -44,6 +42,9 @@ from actors.session.core import SessionCore
 from actors.session.durable import DurableTurns
 from actors.session.events import Cancel, ConfirmRequest, TurnEvent, TurnRequest
 from actors.session.learning import LearningPlan
+# The adoption record and the live-handle helpers live in slots.py; imported here too, where
+# callers (the gateway's context, the CLI) have always found them.
+from actors.session.slots import adopted_session, live_sessions, live_sessions_async, remember_adoption  # noqa: F401
 from actors.session.turnlog import TurnLog
 from actors.session.turns import TurnDesk
 from actors.session.warm import shared_encoder, warm_process
@@ -52,6 +53,8 @@ from actors.store.store import Store
 log = logging.getLogger(__name__)
 # The longest a turn's first write waits for its AgentLoop call to reach a replica.
 SEND_WAIT = 0.02
+# A released actor ends itself this long after answering (the pool ends it at once anyway).
+RELEASE_EXIT_DELAY = 1.0
 
 
 async def sent_or_later(stream: Any, timeout: float) -> None:
@@ -76,6 +79,9 @@ class SessionConfig(BaseModel):
     refill_wait: float = 10.0   # the pool's next spare waits this long at most for a first turn
     cold_starts: int = 2        # actor processes the pool starts at once (spares and a burst's)
     start_wait: float = 30.0    # seconds a person's new conversation may queue for one (else 503)
+    # Conversation processes alive at once (live, spares and starts); at the cap the least
+    # recently used idle one is let go. 0: derived from the memory (actors/session/admission.py).
+    max_live: int = 0
     prefer_resource: str = ""
 
 
@@ -142,13 +148,38 @@ class SessionActor:
     async def _idle_timer(self) -> None:
         while True:
             await asyncio.sleep(self.idle.period())
-            if self.idle.due(self._busy()):
-                await self._end_work_session()
-                if await self._safe_flush():
-                    log.info("session %s idle for %.0fs; exiting", self.core.session_id, self.idle.idle_for())
-                    # Exiting on purpose: no restart; the next request rebuilds it from the store.
-                    ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
-                    return
+            if self.idle.due(self._busy()) and await self._leave(f"idle for {self.idle.idle_for():.0f}s"):
+                return
+
+    async def _leave(self, why: str, delay: float = 0.0) -> bool:
+        """The way out for an idle conversation (the idle timer's, and the pool's `release`):
+        what its work session taught is distilled, the write buffer flushed, and the actor
+        exits on purpose, with no restart (the next request rebuilds it from the store), after
+        `delay` s (time for an answer to reach the caller). False, staying, when work came in
+        meanwhile or the flush failed."""
+        await self._end_work_session()
+        if self._busy() or not await self._safe_flush():
+            return False
+        log.info("session %s %s; exiting", self.core.session_id, why)
+        me = ray.get_runtime_context().current_actor
+        if delay > 0:
+            asyncio.get_running_loop().call_later(delay, lambda: ray.kill(me, no_restart=True))
+        else:
+            ray.kill(me, no_restart=True)
+        return True
+
+    async def activity(self) -> float | None:
+        """Seconds since this conversation was last used, or None while it is busy: the pool
+        lets the least recently used idle conversation go when it needs room."""
+        return None if self._busy() else self.idle.idle_for()
+
+    async def release(self) -> bool:
+        """The pool needs this process's room (actors/session/admission.py): exit as an idle
+        conversation does, unless a turn is running or work is pending (False, nothing done).
+        True once it is on its way out; the pool may end it at once after that answer."""
+        if self._busy():
+            return False
+        return await self._leave("released to make room for another conversation", delay=RELEASE_EXIT_DELAY)
 
     async def _safe_flush(self) -> bool:
         try:
@@ -383,59 +414,3 @@ def process_store(url: str) -> Store:
 
 
 _stores: dict[str, Store] = {}
-
-
-def _adoption_key(actor_id: str) -> bytes:
-    return f"session-slot:{actor_id}".encode()
-
-
-def remember_adoption(session_id: str) -> None:
-    """Record in Ray's own key-value store which conversation this actor adopted, so a restart
-    in place (same actor id) comes back as that conversation."""
-    from ray.experimental import internal_kv
-
-    actor_id = ray.get_runtime_context().get_actor_id()
-    if actor_id:
-        internal_kv._internal_kv_put(_adoption_key(actor_id), session_id.encode(), overwrite=True,
-                                     namespace=NAMESPACE)
-
-
-def adopted_session() -> str:
-    """The conversation this actor had adopted before a restart ("" for a new actor)."""
-    from ray.experimental import internal_kv
-
-    context = ray.get_runtime_context()
-    actor_id = context.get_actor_id()
-    if not actor_id or not context.was_current_actor_reconstructed:
-        return ""
-    value = internal_kv._internal_kv_get(_adoption_key(actor_id), namespace=NAMESPACE)
-    return value.decode() if value else ""
-
-
-def forget_adoption(actor_id: str) -> None:
-    """Drop the record of an actor that is gone for good (the pool's sweep)."""
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_del(_adoption_key(actor_id), namespace=NAMESPACE)
-
-
-def live_sessions() -> dict[str, Any]:
-    """Handles of the session actors alive now, by session id (blocking: for the CLI)."""
-    registry = find_actor(SESSIONS)
-    if registry is None:
-        return {}
-    try:
-        return ray.get(registry.sessions.remote(), timeout=30)
-    except RayActorError:
-        return {}
-
-
-async def live_sessions_async() -> dict[str, Any]:
-    """The same, from async code (the registry is looked up off the event loop)."""
-    registry = await find_actor_async(SESSIONS)
-    if registry is None:
-        return {}
-    try:
-        return await registry.sessions.remote()
-    except RayActorError:
-        return {}

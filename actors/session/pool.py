@@ -12,6 +12,11 @@ remembers which actor holds which conversation: the actors are named `session-sl
 restarted registry rebuilds that map by asking each of them, and one that exited (idle, or
 killed) is dropped the next time somebody reports it dead or the sweep runs.
 
+Live conversations, spares and starts together stay under a cap (`max_live`, by default from the
+machine's memory): at the cap, a new conversation that needs a process first lets the least
+recently used idle conversation go (`release`), or is refused or waits while everything is busy
+(actors/session/admission.py).
+
 Callers use the module functions (`session_handle`, `find_session`, and
 `registry` for `actors.common.restart.open_conversation`, the one path that opens a
 conversation's actor and replaces one gone for good), which look the registry up once per
@@ -31,7 +36,10 @@ from ray.exceptions import RayActorError
 
 from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
 from actors.common.placement import preferred_nodes, strategy
-from actors.session.actor import SessionActor, SessionConfig, forget_adoption
+from actors.session.actor import SessionActor, SessionConfig
+from actors.session.admission import Admission, configured_cap, make_room
+from actors.session.release import let_go, survey
+from actors.session.slots import forget_adoption
 from actors.session.start_queue import StartClock
 
 log = logging.getLogger(__name__)
@@ -68,6 +76,8 @@ class SessionRegistry:
         self._waiting: asyncio.Task[None] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._ready: asyncio.Task[None] | None = None
+        # The cap on processes (live, spare, starting) and when each conversation was last used.
+        self.book = Admission(configured_cap(config.max_live))
 
     # -- start-up and rebuild ---------------------------------------------------------------
 
@@ -89,7 +99,7 @@ class SessionRegistry:
             except (RayActorError, asyncio.TimeoutError):
                 continue
             if held:
-                self.live[held] = handle
+                self._hold(held, handle)
             else:
                 self.spare.append(handle)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
@@ -145,8 +155,14 @@ class SessionRegistry:
         except Exception:  # noqa: BLE001 - it died or is slow: start the spare anyway
             pass
 
+    def _others(self) -> int:
+        """Processes the admission book does not list: the spares, and those starting."""
+        return len(self.spare) + self._starting
+
     async def _fill(self) -> None:
-        while len(self.spare) + self._starting < self.config.spares:
+        # Never past the cap, nor into a place a new conversation is waiting for.
+        while (len(self.spare) + self._starting < self.config.spares
+               and self.book.fits(1 + self.book.waiting, self._others())):
             after, self._after = self._after, None
             if after is not None and self.spare:
                 self._waiting = asyncio.get_running_loop().create_task(self._first_turn(after))
@@ -187,24 +203,27 @@ class SessionRegistry:
         All at once, N starts share the cores and every one of them waits for the slowest; in
         turn, the first ones are answered while the rest still wait. A spare that came up
         meanwhile is taken instead. Raises SessionsBusy, before queueing, when the wait would
-        be over `bound` seconds (actors/session/start_queue.py)."""
+        be over `bound` seconds (actors/session/start_queue.py). At the cap on processes, makes
+        room first, or raises SessionsFull / waits while everything is busy (admission.py)."""
         refused = self._clock.refusal(self._queued, self.config.cold_starts, bound)
         if refused is not None:
             raise refused
+        await make_room(self.book, self._others, self._survey, self._release, bound)
         self._queued += 1
         try:
             async with self._starts():
                 handle = await self._from_spares(session_id)
-                if handle is not None:
-                    return handle
-                began = time.monotonic()
-                handle = await asyncio.to_thread(self._new_slot)
-                if await handle.adopt.remote(session_id) != session_id:
-                    raise RuntimeError("a new session actor refused its conversation")
-                self._clock.record(time.monotonic() - began)
+                if handle is None:
+                    began = time.monotonic()
+                    handle = await asyncio.to_thread(self._new_slot)
+                    if await handle.adopt.remote(session_id) != session_id:
+                        raise RuntimeError("a new session actor refused its conversation")
+                    self._clock.record(time.monotonic() - began)
+                self._hold(session_id, handle)   # its place passes from `entering` to live
                 return handle
         finally:
             self._queued -= 1
+            self.book.settle(freed=session_id not in self.live)
 
     def _starts(self) -> asyncio.Semaphore:
         if self._start_slots is None:
@@ -213,9 +232,42 @@ class SessionRegistry:
 
     async def _adopt(self, session_id: str, bound: float | None) -> Any:
         handle = await self._from_spares(session_id) or await self._cold_start(session_id, bound)
-        self.live[session_id] = handle
+        self._hold(session_id, handle)
         self._top_up(handle if self.spare else None)
         return handle
+
+    # -- the cap: live conversations and letting idle ones go ---------------------------------
+
+    def _hold(self, session_id: str, handle: Any) -> None:
+        self.live[session_id] = handle
+        self.book.touch(session_id)
+
+    def _gone(self, session_id: str, handle: Any, for_good: bool = True) -> None:
+        """`handle` no longer holds `session_id` (exited, released, dead): its place is free. One
+        gone `for_good` loses its adoption record off the loop, unawaited: the place stays theirs."""
+        if self.live.get(session_id) is handle:
+            del self.live[session_id]
+            self.book.drop(session_id)
+        if for_good:
+            asyncio.get_running_loop().run_in_executor(None, forget_adoption, _actor_id(handle))
+
+    async def _survey(self) -> dict[str, float | None]:
+        """Each live conversation's idle seconds (None: busy); one gone for good is dropped."""
+        held = dict(self.live)
+        found, gone = await survey(held)
+        for session_id in gone:
+            if session_id not in self._adopting:
+                self._gone(session_id, held[session_id])
+        return found
+
+    async def _release(self, session_id: str) -> bool:
+        """Let an idle conversation go (release.py); True once its process is gone."""
+        handle = self.live.get(session_id)
+        if handle is None or not await let_go(handle):
+            return False
+        self._gone(session_id, handle)
+        log.info("session %s let go to make room (cap %d)", session_id, self.book.cap)
+        return True
 
     # -- what callers use -------------------------------------------------------------------
 
@@ -224,8 +276,12 @@ class SessionRegistry:
         a caller with a person waiting gives a `bound` on the seconds it may queue for a process
         start, and gets SessionsBusy past it; without one it waits its turn however long."""
         await self._ensure_ready()
+        releasing = self.book.releasing.get(session_id)
+        if releasing is not None:
+            await asyncio.shield(releasing)   # being let go: kept, or adopted afresh below
         handle = self.live.get(session_id)
         if handle is not None:
+            self.book.touch(session_id)
             return handle
         task = self._adopting.get(session_id)
         if task is None:
@@ -251,8 +307,7 @@ class SessionRegistry:
                 return
         except (RayActorError, asyncio.TimeoutError):
             pass
-        if self.live.get(session_id) is handle:
-            del self.live[session_id]
+        self._gone(session_id, handle, for_good=False)
 
     async def sessions(self) -> dict[str, Any]:
         await self._ensure_ready()
@@ -264,11 +319,12 @@ class SessionRegistry:
                 "queued": self._queued}
 
     async def state(self) -> dict[str, Any]:
-        """`counts` and what the start queue expects now (GET /v1/pool)."""
+        """`counts`, what the start queue expects now, and the cap on processes (GET /v1/pool)."""
         at_once = self.config.cold_starts
         return {**await self.counts(), "cold_starts": at_once, "start_seconds": round(self._clock.seconds, 2),
                 "start_wait_seconds": self.config.start_wait,
-                "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2)}
+                "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2),
+                "max_live": self.book.cap, "released": self.book.released}
 
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""
@@ -285,8 +341,7 @@ class SessionRegistry:
                 alive = {_actor_id(h) for h in (await live_actors_async(SLOT)).values()}
                 for sid, handle in list(self.live.items()):
                     if _actor_id(handle) not in alive and sid not in self._adopting:
-                        self.live.pop(sid, None)
-                        await asyncio.to_thread(forget_adoption, _actor_id(handle))
+                        self._gone(sid, handle)
                 self.spare = [h for h in self.spare if _actor_id(h) in alive]
                 self._top_up()
             except Exception:  # noqa: BLE001 - the sweep runs again

@@ -22,7 +22,8 @@ def session_config(settings: Settings, database_url: str) -> SessionConfig:
                          idle_seconds=settings.iriis_session_idle_seconds, spares=settings.iriis_session_spares,
                          prefer_resource=settings.iriis_session_prefer_resource,
                          cold_starts=settings.iriis_session_cold_starts,
-                         start_wait=settings.iriis_session_start_wait)
+                         start_wait=settings.iriis_session_start_wait,
+                         max_live=settings.iriis_session_max_live)
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],

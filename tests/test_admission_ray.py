@@ -1,0 +1,173 @@
+"""Admission by memory with real Ray and a real SQLite store: however many conversations are
+opened, the conversation processes alive (live, spares, starts) never pass the cap; the least
+recently used idle ones are let go and come back from the store with nothing lost; a busy one
+is never let go, and with everything busy a person's newcomer is refused with when to come
+back while a background one waits for room."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import ray
+
+from actors.common.names import live_actors_async
+from actors.common.restart import open_conversation
+from actors.session.actor import SessionConfig
+from actors.session.pool import SLOT, registry
+from actors.session.start_queue import SessionsBusy
+from tests.test_pool import config, until  # noqa: F401 (`config` is the pool tests' fixture)
+
+pytestmark = pytest.mark.ray
+
+CAP = 3
+
+
+class Watch:
+    """Samples the slot actors alive (and the registry's own count) until stopped."""
+
+    def __init__(self, reg: Any) -> None:
+        self.reg = reg
+        self.most = 0
+        self.most_counted = 0
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.most = max(self.most, len(await live_actors_async(SLOT)))
+            c = await self.reg.counts.remote()
+            self.most_counted = max(self.most_counted, c["live"] + c["spare"] + c["starting"])
+            await asyncio.sleep(0.1)
+
+    async def stop(self) -> None:
+        self.most = max(self.most, len(await live_actors_async(SLOT)))
+        self._task.cancel()
+
+
+async def say(handle: Any, text: str) -> list[Any]:
+    """One turn (with no model it ends in an error event, the person's message stored)."""
+    return [await ref async for ref in handle.chat.options(num_returns="streaming").remote(text)]
+
+
+async def test_past_the_cap_idle_conversations_make_room_and_lose_nothing(config: SessionConfig) -> None:
+    capped = config.model_copy(update={"max_live": CAP, "spares": 1, "cold_starts": 1, "idle_seconds": 300.0})
+    reg = await registry(capped, None)
+    assert (await reg.state.remote())["max_live"] == CAP
+    watch = Watch(reg)
+    conversations = [f"cap-{n}" for n in range(3 * CAP)]
+
+    def opening(actor: Any) -> Any:
+        return actor.open.remote(True, "chat")
+
+    try:
+        for session_id in conversations:
+            handle, channel = await open_conversation(session_id, None, opening, lambda: registry(capped, None))
+            assert channel == "chat"
+            events = await say(handle, f"hello {session_id}")
+            assert events[-1].type == "error"
+            assert len(await live_actors_async(SLOT)) <= CAP
+        state = await reg.state.remote()
+        assert state["live"] <= CAP and state["released"] >= len(conversations) - CAP
+        # Every conversation reopened, the released ones rebuilt from the store: all still there.
+        for session_id in conversations:
+            handle, channel = await open_conversation(session_id, None, lambda a: a.open.remote(False),
+                                                      lambda: registry(capped, None))
+            assert channel == "chat"
+            said = [(m["role"], m["content"]) for m in await handle.messages.remote()]
+            assert ("user", f"hello {session_id}") in said, (session_id, said)
+    finally:
+        await watch.stop()
+    assert watch.most <= CAP, watch.most
+    assert watch.most_counted <= CAP, watch.most_counted
+
+
+@ray.remote(num_cpus=0)
+class Gate:
+    """Holds the agent's answer until the test opens it."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+
+    async def wait(self) -> None:
+        await self.opened.wait()
+
+    async def open(self) -> None:
+        self.opened.set()
+
+
+class HeldStream:
+    """A turn's stream from the agent: nothing until the gate opens, then a failure (which ends
+    the turn as an error, learning nothing)."""
+
+    def __init__(self, gate: Any) -> None:
+        self.gate = gate
+
+    def __aiter__(self) -> Any:
+        return self._events()
+
+    async def _events(self) -> Any:
+        await self.gate.wait.remote()
+        raise RuntimeError("the test let the turn go")
+        yield  # an async generator
+
+    def cancel(self) -> None:
+        pass
+
+
+class HeldAgent:
+    """The AgentLoop handle's shape (`options(stream=True).run.remote(request)`), held by a gate."""
+
+    def __init__(self, gate: Any) -> None:
+        self.gate = gate
+
+    def options(self, **_: Any) -> HeldAgent:
+        return self
+
+    @property
+    def run(self) -> HeldAgent:
+        return self
+
+    def remote(self, _request: Any) -> HeldStream:
+        return HeldStream(self.gate)
+
+
+async def test_a_busy_conversation_is_never_let_go(config: SessionConfig) -> None:
+    gate = Gate.remote()
+    agent = HeldAgent(gate)
+    capped = config.model_copy(update={"max_live": 1, "spares": 0, "cold_starts": 1, "idle_seconds": 300.0})
+    reg = await registry(capped, agent)
+    busy = await reg.acquire.remote("held")
+    assert await busy.open.remote(True, "chat") == "chat"
+    turn = asyncio.create_task(say(busy, "wait for it"))
+    await until(lambda: busy.activity.remote(), lambda idle: idle is None, timeout=60)
+    # Asked directly, it refuses and stays.
+    assert await busy.release.remote() is False
+    assert await busy.adopt.remote("") == "held"
+    # A person's new conversation hears at once when to come back; nothing was let go.
+    with pytest.raises(SessionsBusy) as refused:
+        await reg.acquire.remote("newcomer", 30.0)
+    assert 1 <= refused.value.retry_after <= 60
+    assert (await reg.state.remote())["released"] == 0
+    # A background one waits for room: it gets it once the turn has ended.
+    async def background() -> Any:
+        return await reg.acquire.remote("background")
+
+    waiting = asyncio.create_task(background())
+    await asyncio.sleep(3.0)
+    assert not waiting.done()
+    assert len(await live_actors_async(SLOT)) == 1
+    await gate.open.remote()
+    events = await turn
+    assert events[-1].type == "error"
+    fresh = await asyncio.wait_for(waiting, 120)
+    assert await fresh.open.remote(True, "chat") == "chat"
+    assert (await reg.state.remote())["released"] == 1
+    with pytest.raises(ray.exceptions.RayActorError):
+        await busy.adopt.remote("")
+    # The let-go conversation comes back from the store, its message kept.
+    back, channel = await open_conversation("held", None, lambda a: a.open.remote(False),
+                                            lambda: registry(capped, agent))
+    assert channel == "chat"
+    assert ("user", "wait for it") in [(m["role"], m["content"]) for m in await back.messages.remote()]
+    ray.kill(gate)
