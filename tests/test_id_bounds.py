@@ -172,7 +172,7 @@ async def test_the_stream_ignores_a_resume_point_that_is_not_a_plain_number(api,
     replay = await _stream(app, headers={"Last-Event-ID": "0"})
     assert replay.status_code == 200 and f"id: {kept['id']}\nevent: device_event" in replay.text
     assert bus.waited_after[-1] == kept["id"]
-    # `²` passes str.isdigit() but not int(); past 2^63 - 1 the driver overflows. Both start from now.
+    # `²` passes str.isdigit() but not int(); past the id column the driver overflows. Both start from now.
     for headers, params in (({"Last-Event-ID": "²".encode("latin-1")}, None), (None, {"after": "²"}),
                             ({"Last-Event-ID": str(OVER)}, None), (None, {"after": "9" * 5000}),
                             ({"Last-Event-ID": "-1"}, None)):

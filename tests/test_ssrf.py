@@ -185,6 +185,7 @@ REFUSED: list[tuple[str, str]] = [
     ("data:text/html,<h1>x</h1>", "scheme 'data'"),
     ("//public.example/page", "scheme '(none)'"),
     ("http://public.example:0/", "port 0"),
+    ("http://[::1/", "malformed URL"),
 ]
 
 
@@ -343,6 +344,9 @@ async def test_unresolvable_and_unreachable_are_fetch_errors(site: LocalSite) ->
     with pytest.raises(FetchError, match="could not connect"):
         await safe_fetch("http://public.example/", resolver=RESOLVE,
                          connect_override={PUBLIC: ("127.0.0.1", 1)}, timeout=5)
+    # A name the system resolver cannot even encode (an empty label) is one that does not resolve.
+    with pytest.raises(FetchError, match="could not resolve"):
+        await safe_fetch("http://a..b/", timeout=5)
 
 
 def _self_signed(name: str, directory: Path) -> tuple[Path, Path, str]:

@@ -2,8 +2,9 @@
 the store holds, and reading plain ASCII digits without ever raising.
 
 `str.isdigit()` alone is not enough: it accepts `²` and other Unicode digits that `int()`
-refuses, and `int()` refuses strings of more than 4300 digits. A Python int past 2^63 - 1 makes
-the SQLite driver raise OverflowError, so every id that reaches a query is bounded first.
+refuses, and `int()` refuses strings of more than 4300 digits. An int past what the id column
+holds makes the driver raise (SQLite's OverflowError past 2^63 - 1, asyncpg's past 2^31 - 1 for
+PostgreSQL's INTEGER), so every id that reaches a query is bounded first.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Annotated
 
 from pydantic import Field
 
-# SQLite's INTEGER and PostgreSQL's BIGINT: the largest id (or cursor) a query can compare.
-MAX_ROW_ID = 2**63 - 1
+# The id columns are INTEGER (actors/store/schema.py): 32 bits on PostgreSQL, 64 on SQLite. The
+# smaller is the largest id (or cursor) a query can compare on either store.
+MAX_ROW_ID = 2**31 - 1
 # A model field that is a stored row's id (the routes' path and query forms: serve_apps.http.ids).
 RowIdField = Annotated[int, Field(ge=1, le=MAX_ROW_ID)]
 

@@ -224,7 +224,10 @@ def check_url(url: str) -> UrlTarget:
         raise SsrfError(f"URL is longer than {MAX_URL_LENGTH} characters")
     if _FORBIDDEN_CHARS.search(url):
         raise SsrfError("URL contains whitespace, control characters or backslashes")
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:  # "http://[::1": an IPv6 bracket left open
+        raise SsrfError(f"malformed URL: {exc}") from None
     if scheme not in ("http", "https"):
         raise SsrfError(f"scheme {scheme or '(none)'!r} is refused: only http and https are fetched")
 
@@ -301,6 +304,8 @@ async def system_resolver(host: str) -> list[str]:
         infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise FetchError(f"could not resolve {host!r}: {exc.strerror or exc}") from None
+    except UnicodeError as exc:  # a name IDNA cannot encode ("a..b": an empty label)
+        raise FetchError(f"could not resolve {host!r}: {exc}") from None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 

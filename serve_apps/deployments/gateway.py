@@ -28,6 +28,7 @@ from actors.session.actor import SessionNotFound
 from actors.common.restart import begin_stream, open_conversation, then
 from actors.session.durable import lost_turn
 from actors.session.pool import registry
+from actors.session.admission import SessionsFull
 from actors.session.start_queue import SessionsBusy
 from actors.session.events import (
     ENDS_TURN,
@@ -45,6 +46,8 @@ from serve_apps.http.agent_mcp import AgentMcpApp
 from serve_apps.http.context import GatewayConfig, GatewayContext
 from serve_apps.http.errors import ApiError, app
 from serve_apps.http.models import Health
+from serve_apps.http.nul import RefuseNul
+from serve_apps.http.openapi import install as install_openapi
 from serve_apps.routes.admin import router as admin_router
 from serve_apps.routes.auth import router as auth_router
 from serve_apps.routes.autonomy import router as autonomy_router
@@ -73,6 +76,10 @@ for _router in (memory_router, camera_router, people_router, devices_router, dev
                 tasks_router, autonomy_router, push_router, calls_router, telegram_router, voice_router,
                 web_router):
     app.include_router(_router)
+# /openapi.json tells the truth: the error shape, the statuses each route answers, its media types.
+install_openapi(app, unthrottled=backpressure.EXEMPT)
+# A NUL character (which PostgreSQL cannot store) is a 422 at the edge, never a 500 in a write.
+app.add_middleware(RefuseNul)
 
 # Handles are cheap, but a long-running gateway should not remember every conversation ever.
 HANDLE_CACHE = 1024
@@ -170,7 +177,8 @@ class Gateway:
             # A burst of new conversations: the wait for a process would be too long to hold
             # the line open with nothing to show, so the client hears when to come back.
             # Made again here: the one raised came through Ray, its text wrapped in a traceback.
-            busy = SessionsBusy(exc.retry_after)
+            # At the cap on live conversations with every one busy, it says so (SessionsFull).
+            busy = (SessionsFull if isinstance(exc, SessionsFull) else SessionsBusy)(exc.retry_after)
             raise ApiError(503, OVERLOADED, str(busy), headers={"Retry-After": str(busy.retry_after)}) from None
         self._sessions[session_id] = handle
         self._sessions.move_to_end(session_id)

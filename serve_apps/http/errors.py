@@ -7,14 +7,17 @@ the gateway module (which includes them).
 """
 
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from actors.common.errors import ErrorInfo
 from actors.errors import report
 
 log = logging.getLogger("serve_apps.deployments.gateway")
@@ -29,8 +32,21 @@ class ApiError(Exception):
         self.headers = headers
 
 
+class ErrorBody(BaseModel):
+    """Every error answer's body: `{"error": {"code", "message"}}` (an import's 422 also lists
+    its bad `lines` in `error`)."""
+
+    error: ErrorInfo
+
+
 def error_body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """For a route's `responses=`: the error statuses it answers beyond the ones every route of
+    its kind documents (`serve_apps.http.openapi` adds those, and the body's shape, to each)."""
+    return {status: {"description": HTTPStatus(status).phrase} for status in statuses}
 
 
 app = FastAPI(title="Iriis", docs_url="/docs", redoc_url=None)

@@ -182,7 +182,7 @@ class ToolList(Page[ToolPublic]):
 class SessionPoolPublic(BaseModel):
     """The conversation actors: live ones, warm spares, starts under way and new conversations
     queued for one; how long a start takes lately and what a newcomer would wait now (past
-    `start_wait_seconds` it gets 503 with Retry-After)."""
+    `start_wait_seconds` it gets 503 with Retry-After); the cap on live ones (`max_live`)."""
 
     live: int
     spare: int
@@ -192,6 +192,10 @@ class SessionPoolPublic(BaseModel):
     start_seconds: float
     start_wait_seconds: float
     wait_seconds_now: float
+    # The cap on conversation processes alive at once (spares and starts included), and how
+    # many idle conversations were let go to stay under it since the registry started.
+    max_live: int
+    released: int
 
 
 class LinkPreview(Open):

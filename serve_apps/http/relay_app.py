@@ -53,7 +53,7 @@ def _key(request: Request) -> str | None:
 
 def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
     """A plain integer query parameter (ASCII digits, an optional minus) from `minimum` to
-    2^63 - 1, the most a stored sequence number can be; anything else is `invalid_request`."""
+    2^31 - 1, the most a stored sequence number can be; anything else is `invalid_request`."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default

@@ -13,7 +13,7 @@ from actors.common.ssrf import FetchError, SsrfError
 from actors.errors import error_log
 from actors.session.pool import registry
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.models import (
     AuditList,
     ErrorList,
@@ -61,7 +61,7 @@ async def session_pool(_owner: Owner, gw: GatewayDep) -> SessionPoolPublic:
     return SessionPoolPublic.model_validate(await found.state.remote())
 
 
-@router.get("/v1/preview")
+@router.get("/v1/preview", responses=error_responses(502))
 async def preview(url: str, _owner: Owner) -> LinkPreview:
     """A link preview fetched server-side through the SSRF guard (re-checked per redirect)."""
     try:

@@ -23,7 +23,7 @@ from serve_apps.http.auth import (
     revoke_key,
 )
 from serve_apps.http.deps import GatewayDep, Owner
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import AuthCheck, Deleted, OwnerKeyCreated, OwnerKeyList, page
 
@@ -41,7 +41,7 @@ class PinChange(BaseModel):
     current: str | None = Field(default=None, max_length=32)
 
 
-@router.post("/v1/auth/cookie", status_code=204, response_model=None)
+@router.post("/v1/auth/cookie", status_code=204, response_model=None, responses=error_responses(401))
 async def set_cookie(request: Request, gw: GatewayDep) -> Response:
     key = presented_key(request)
     await gw.refresh_keys()

@@ -23,7 +23,7 @@ from actors.notify.notifier import Notifier
 from actors.notify.watcher import act
 from actors.scheduler import tasks
 from serve_apps.http.deps import Owner, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import page
 from serve_apps.http.notify_models import CallAnswer, CallCreate, CallList, CallPublic, call_public, route_config
@@ -94,16 +94,16 @@ async def _act(store: Any, call_id: int, action: Action) -> CallAnswer:
                       conversation_id=done.conversation_id, opening=done.opening, turn=done.turn)
 
 
-@router.post("/v1/calls/{call_id}/answer")
+@router.post("/v1/calls/{call_id}/answer", responses=error_responses(409))
 async def call_answer(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "answer")
 
 
-@router.post("/v1/calls/{call_id}/decline")
+@router.post("/v1/calls/{call_id}/decline", responses=error_responses(409))
 async def call_decline(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "decline")
 
 
-@router.post("/v1/calls/{call_id}/cancel")
+@router.post("/v1/calls/{call_id}/cancel", responses=error_responses(409))
 async def call_cancel(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "cancel")

@@ -21,7 +21,7 @@ from actors.store.models import new_id
 from serve_apps.http.bodies import SESSION_ID, check_session_id
 from serve_apps.http.context import GatewayContext
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.models import (
     Cancelled,
     Deleted,
@@ -32,6 +32,7 @@ from serve_apps.http.models import (
     SessionState,
     page,
 )
+from serve_apps.http.openapi import EventStream
 
 router = APIRouter()
 MAX_MESSAGE_CHARS = 100_000
@@ -81,7 +82,7 @@ async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person:
                 session_id=session_id)
 
 
-@router.post("/v1/chat")
+@router.post("/v1/chat", response_class=EventStream, responses=error_responses(404))
 async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     session_id = body.session_id or new_id()
     mark("gateway.in", session_id)
@@ -98,7 +99,7 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
     return gw.stream(handle, session_id, events, first=first)
 
 
-@router.get("/v1/sessions/{session_id}/stream")
+@router.get("/v1/sessions/{session_id}/stream", response_class=EventStream)
 async def resume(session_id: str, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     """Follow the running turn again from its start (a reopened client)."""
     check_session_id(session_id)
@@ -156,7 +157,7 @@ async def _retired(gw: GatewayContext, session_id: str) -> None:
         raise ApiError(409, "turn_running", "A reply is still being written; stop it or wait, then try again.")
 
 
-@router.patch("/v1/sessions/{session_id}")
+@router.patch("/v1/sessions/{session_id}", responses=error_responses(409))
 async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw: GatewayDep) -> SessionRenamed:
     check_session_id(session_id)
     title = clean_title(body.title)
@@ -168,7 +169,7 @@ async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw
     return SessionRenamed(id=session_id, title=title)
 
 
-@router.delete("/v1/sessions/{session_id}")
+@router.delete("/v1/sessions/{session_id}", responses=error_responses(409))
 async def delete_session(session_id: str, _owner: Owner, gw: GatewayDep) -> Deleted:
     """The conversation and its messages, for good (what memory learned from it stays)."""
     check_session_id(session_id)

@@ -11,7 +11,7 @@ from actors.session.confirmations import refusal_status
 from serve_apps.http.bodies import SESSION_ID, ConfirmationAnswer
 from serve_apps.http.context import GatewayContext
 from serve_apps.http.deps import GatewayDep, Owner
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.models import ConfirmationResult
 
 router = APIRouter()
@@ -37,6 +37,6 @@ async def answer_confirmation(gw: GatewayContext, confirmation_id: str, approve:
     return ConfirmationResult.model_validate(answer.model_dump())
 
 
-@router.post("/v1/confirmations/{confirmation_id}")
+@router.post("/v1/confirmations/{confirmation_id}", responses=error_responses(409))
 async def confirm(confirmation_id: str, body: ConfirmationAnswer, _owner: Owner, gw: GatewayDep) -> ConfirmationResult:
     return await answer_confirmation(gw, confirmation_id, body.approve, body.pin)

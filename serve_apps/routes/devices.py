@@ -25,7 +25,7 @@ from actors.store.store import Store
 from serve_apps.http.bodies import SESSION_ID, ConfirmationAnswer
 from serve_apps.http.context import GatewayContext
 from serve_apps.http.deps import GatewayDep, Manager, Person, PersonOrDevice, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     AskReply,
@@ -37,6 +37,7 @@ from serve_apps.http.models import (
     PairingCode,
     page,
 )
+from serve_apps.http.openapi import EventStream
 from serve_apps.http.people_auth import Principal
 from serve_apps.routes.confirmations import answer_confirmation, confirmation_session
 from serve_apps.routes.device_calls import (
@@ -107,7 +108,7 @@ def _base_url(request: Request) -> str:
 
 # -- pairing ----------------------------------------------------------------------------------------
 
-@router.post("/v1/me/devices/codes", status_code=201)
+@router.post("/v1/me/devices/codes", status_code=201, responses=error_responses(409))
 async def make_code(body: CodeCreate, request: Request, who: Person, store: StoreDep) -> PairingCode:
     """A one-use code for 10 minutes. A new device is a new grant, so it needs the PIN."""
     await _pin_ok(store, who.person_id, body.pin)
@@ -123,7 +124,7 @@ def _address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-@router.post("/v1/devices/pair")
+@router.post("/v1/devices/pair", responses=error_responses(410, 429))
 async def pair(body: PairRequest, request: Request, store: StoreDep) -> Paired:
     """Spend a code for a device token. Five wrong codes from one address lock it out (429)."""
     limits = device_limits()
@@ -181,7 +182,7 @@ async def admin_revoke(device_id: RowId, manager: Manager, store: StoreDep) -> D
     return await _revoke(store, device_id, f"person:{manager.person_id}")
 
 
-@router.put("/v1/me/devices/{device_id}/skills/{skill}")
+@router.put("/v1/me/devices/{device_id}/skills/{skill}", responses=error_responses(409))
 async def switch_skill(device_id: RowId, skill: str, body: SkillSwitch, who: Person, store: StoreDep) -> DeviceSkills:
     """On: the device's own person, with their PIN. Off: no PIN; an owner or admin may switch
     off anyone's, never on."""
@@ -218,7 +219,7 @@ async def _ask_session(gw: GatewayContext, who: Principal, session_id: str | Non
     return sid, await gw.session(sid, create=session_id is None)
 
 
-@router.post("/v1/ask/stream")
+@router.post("/v1/ask/stream", response_class=EventStream, responses=error_responses(404))
 async def ask_stream(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> StreamingResponse:
     """The turn as server-sent events, like /v1/chat, for the caller's person."""
     sid, handle = await _ask_session(gw, who, body.session_id)
@@ -230,7 +231,7 @@ async def ask_stream(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> S
     return gw.stream(handle, sid, events, first=first)
 
 
-@router.post("/v1/ask")
+@router.post("/v1/ask", responses=error_responses(404))
 async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply:
     """One turn, the whole reply at once. Nobody can confirm mid-request here, so confirm-tier
     actions are declined; use /v1/ask/stream to be asked."""
@@ -248,7 +249,7 @@ async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply
     return AskReply.model_validate(reply)
 
 
-@router.post("/v1/ask/confirmations/{confirmation_id}")
+@router.post("/v1/ask/confirmations/{confirmation_id}", responses=error_responses(403, 409))
 async def ask_confirm(confirmation_id: str, body: ConfirmationAnswer, who: PersonOrDevice,
                       gw: GatewayDep) -> ConfirmationResult:
     """Yes or no to a proposed action in one of the caller's person's conversations."""

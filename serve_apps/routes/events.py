@@ -4,9 +4,9 @@ No `from __future__ import annotations`: FastAPI must see real types in the rout
 """
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from actors.common.ids import ascii_int
@@ -15,9 +15,14 @@ from actors.devices.bus import event_bus
 from serve_apps.http.deps import Person, StoreDep
 from serve_apps.http.ids import Cursor
 from serve_apps.http.models import DeviceEventList, page
+from serve_apps.http.openapi import EventStream
 
 router = APIRouter()
 KEEPALIVE_SECONDS = 15.0
+# Either resume point is read as text: one that is not a plain number is ignored, never a 422.
+RESUME = "Replay the events kept after this id (ASCII digits, at most 2^31 - 1); anything else is ignored."
+ResumeHeader = Annotated[str | None, Header(alias="Last-Event-ID", description=RESUME)]
+ResumeQuery = Annotated[str | None, Query(description=f"{RESUME} Last-Event-ID, when sent, wins.")]
 
 
 def _public(event: dict[str, Any]) -> dict[str, Any]:
@@ -30,32 +35,33 @@ async def list_events(who: Person, store: StoreDep, after: Cursor = 0, limit: in
                                                                               max(1, min(limit, 200)))))
 
 
-@router.get("/v1/me/events/stream")
-async def stream_events(request: Request, who: Person, store: StoreDep) -> StreamingResponse:
+@router.get("/v1/me/events/stream", response_class=EventStream)
+async def stream_events(who: Person, store: StoreDep, last_event_id: ResumeHeader = None,
+                        after: ResumeQuery = None) -> StreamingResponse:
     """Server-sent `device_event` events for the signed-in person only. Last-Event-ID (or
     ?after=) replays what was kept since; otherwise it starts from now. One that is not a plain
-    number (ASCII digits, at most 2^63 - 1) is ignored, as a missing one is."""
-    resume = ascii_int(request.headers.get("last-event-id") or request.query_params.get("after"))
+    number (ASCII digits, at most 2^31 - 1) is ignored, as a missing one is."""
+    resume = ascii_int(last_event_id or after)
     if resume is not None:
-        after = resume
-        backlog = await repo.list_events(store, who.person_id, after)
+        since = resume
+        backlog = await repo.list_events(store, who.person_id, since)
     else:
         latest = await repo.list_events(store, who.person_id, 0, 1)
-        after, backlog = (latest[-1]["id"] if latest else 0), []
+        since, backlog = (latest[-1]["id"] if latest else 0), []
     bus = event_bus()
 
     async def stream():
-        nonlocal after
+        nonlocal since
         yield ": connected\n\n"
         for event in backlog:
-            after = max(after, event["id"])
+            since = max(since, event["id"])
             yield f"id: {event['id']}\nevent: device_event\ndata: {json.dumps(_public(event))}\n\n"
         while True:
-            events = await bus.take.remote(who.person_id, after, KEEPALIVE_SECONDS)
+            events = await bus.take.remote(who.person_id, since, KEEPALIVE_SECONDS)
             if not events:
                 yield ": keepalive\n\n"
             for event in events:
-                after = max(after, event["id"])
+                since = max(since, event["id"])
                 yield f"id: {event['id']}\nevent: device_event\ndata: {json.dumps(_public(event))}\n\n"
 
     return StreamingResponse(stream(), media_type="text/event-stream",

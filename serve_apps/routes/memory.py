@@ -20,7 +20,7 @@ from actors.memory.embed import Encoder
 from actors.memory.exchanges import iter_exchanges
 from actors.memory.model import Kind
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
-from serve_apps.http.errors import ApiError, error_body
+from serve_apps.http.errors import ApiError, error_body, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     Deleted,
@@ -34,6 +34,7 @@ from serve_apps.http.models import (
     PersonaWritten,
     page,
 )
+from serve_apps.http.openapi import EVENTS, JsonLines
 
 log = logging.getLogger(__name__)
 MAX_SEARCH = 100
@@ -111,14 +112,20 @@ async def memory_search(_owner: Owner, store: StoreDep, encoder: SearchEncoder,
                                     "why": f.why.model_dump()} for f in found])
 
 
-@router.get("/v1/memory/export")
+@router.get("/v1/memory/export", response_class=JsonLines)
 async def memory_export(_owner: Owner, store: StoreDep) -> StreamingResponse:
     """Every memory item, active or retired, one JSON object per line with every field."""
     return StreamingResponse(memory.iter_export(store), media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="memory.jsonl"'})
 
 
-@router.post("/v1/memory/import", status_code=201, response_model=None)
+# The body is read as it comes (to stop at the size limit), so FastAPI cannot see it: said here.
+IMPORT_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {
+    "type": "string", "description": "Memory items, one JSON object per line (what /v1/memory/export writes)."}}}}}
+
+
+@router.post("/v1/memory/import", status_code=201, response_model=MemoryImported,
+             responses=error_responses(413), openapi_extra=IMPORT_BODY)
 async def memory_import(request: Request, _owner: Owner, store: StoreDep) -> MemoryImported | JSONResponse:
     """Items as JSON lines (what /v1/memory/export writes). All or nothing: one bad line and
     nothing is written; the answer lists each bad line's number. Limits: `transfer.MAX_IMPORT_BYTES`
@@ -149,7 +156,7 @@ async def memory_events(_owner: Owner, store: StoreDep, event: str | None = None
     return page(MemoryEventList, await memory.list_events(store, event, max(1, min(limit, 2000))))
 
 
-@router.get("/v1/memory/persona")
+@router.get("/v1/memory/persona", responses=error_responses(404))
 async def persona_get(_owner: Owner, store: StoreDep) -> PersonaPublic:
     record = await store.get_kv(memory.PERSONA_KV)
     if not record:
@@ -158,7 +165,7 @@ async def persona_get(_owner: Owner, store: StoreDep) -> PersonaPublic:
     return PersonaPublic.model_validate(record)
 
 
-@router.post("/v1/memory/persona")
+@router.post("/v1/memory/persona", responses=error_responses(409))
 async def persona_write(_owner: Owner, gw: GatewayDep, body: PersonaRequest | None = None) -> PersonaWritten:
     """Write the persona now (or revise it slightly with {"revise": true})."""
     result = await gw.agent.author_persona.remote(bool(body and body.revise))
@@ -168,7 +175,12 @@ async def persona_write(_owner: Owner, gw: GatewayDep, body: PersonaRequest | No
     return PersonaWritten(result=result, persona=await gw.store.get_kv(memory.PERSONA_KV))
 
 
-@router.post("/v1/memory/consolidate", response_model=None)
+CONSOLIDATED = {200: {"description": "The report as JSON; with Accept: text/event-stream, `progress` events "
+                                     "then the `report` event.",
+                      "content": {"application/json": {"schema": {"type": "object"}}, **EVENTS}}}
+
+
+@router.post("/v1/memory/consolidate", response_model=None, responses=CONSOLIDATED)
 async def consolidate(request: Request, _owner: Owner, gw: GatewayDep) -> Response:
     """The nightly consolidation, run now. With Accept: text/event-stream the steps stream as
     `progress` events before the `report`; otherwise the report comes back as JSON."""
@@ -189,7 +201,7 @@ async def consolidate(request: Request, _owner: Owner, gw: GatewayDep) -> Respon
     return JSONResponse(report_)
 
 
-@router.get("/v1/export/exchanges.jsonl")
+@router.get("/v1/export/exchanges.jsonl", response_class=JsonLines)
 async def export_exchanges(_owner: Owner, gw: GatewayDep) -> StreamingResponse:
     """Every exchange, one JSON object per line, with `corrected` set when the owner's
     next message corrected the agent."""

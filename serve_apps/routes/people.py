@@ -11,7 +11,7 @@ from actors.devices import people
 from actors.devices import repository as repo
 from serve_apps.http.bodies import check_session_id
 from serve_apps.http.deps import GatewayDep, Manager, Person, StoreDep
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import (
     MessageList,
@@ -33,7 +33,7 @@ class SignIn(BaseModel):
     password: str = Field(min_length=1, max_length=200)
 
 
-@router.post("/v1/auth/login")
+@router.post("/v1/auth/login", responses=error_responses(401))
 async def login(body: SignIn, store: StoreDep) -> SignedIn:
     found = await people.sign_in(store, body.email, body.password)
     if found is None:
@@ -71,7 +71,7 @@ async def list_people(_manager: Manager, store: StoreDep) -> PersonList:
     return page(PersonList, (p.public() for p in await people.list_people(store)))
 
 
-@router.delete("/v1/admin/people/{person_id}")
+@router.delete("/v1/admin/people/{person_id}", responses=error_responses(409))
 async def remove_person(person_id: RowId, manager: Manager, store: StoreDep) -> PersonRemoved:
     """Removing a person revokes every device of theirs and closes it (4403)."""
     devices = await repo.list_devices(store, person_id)

@@ -9,26 +9,31 @@ No `from __future__ import annotations`: FastAPI must see real types in the rout
 
 import hmac
 import logging
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Header, Request
 
 from actors.common.names import SCHEDULER, find_actor_async
 from actors.notify.telegram import webhook_path, webhook_secret
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.notify_models import TelegramAck, route_config
 
 log = logging.getLogger(__name__)
 router = APIRouter()
+Secret = Annotated[str, Header(alias="X-Telegram-Bot-Api-Secret-Token",
+                               description="The secret the scheduler registered with Telegram.")]
+# The update is read only after the 404 and 401 checks, so FastAPI cannot see it: declared here.
+UPDATE = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object", "description": "A Telegram Update."}}}}}
 
 
-@router.post(webhook_path())
-async def telegram_webhook(request: Request) -> TelegramAck:
+@router.post(webhook_path(), responses=error_responses(401, 404), openapi_extra=UPDATE)
+async def telegram_webhook(request: Request, sent: Secret = "") -> TelegramAck:
     config = route_config()
     if not config.telegram_on or not config.telegram_token:
         raise ApiError(404, "not_found", "Telegram is not configured on this server.")
-    sent = request.headers.get("x-telegram-bot-api-secret-token", "")
-    if not hmac.compare_digest(sent, webhook_secret(config.telegram_token)):
+    # As bytes: compare_digest refuses str with non-ASCII characters (a 500 for a stray header).
+    if not hmac.compare_digest(sent.encode(), webhook_secret(config.telegram_token).encode()):
         raise ApiError(401, "unauthorized", "This webhook answers Telegram only.")
     try:
         update: Any = await request.json()
