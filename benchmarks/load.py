@@ -11,7 +11,13 @@ waited out and asked again, as a client should; those waits count in the first-s
 time and are reported (`busy_503s`), and only what never succeeded is an error. Prints one
 JSON line.
 
+With `--max-live N` the server caps its conversation processes at N: each level then reports
+the most conversation actors alive at once and their memory (sampled every 0.5 s) against the
+cap's budget (N x 200 MB), and how many conversations lost a finished turn (reads each one's
+stored messages back).
+
 Usage: python benchmarks/load.py [--levels 10,50,100] [--turns 4] [--devices 5] [--relay-writers 5]
+                                 [--max-live N]
 """
 
 from __future__ import annotations
@@ -33,12 +39,15 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from actors.session.admission import PER_CONVERSATION_BYTES  # noqa: E402
 from tests import scripted_openai as so  # noqa: E402
 from tests.server_proc import IRIIS, ServerProcess  # noqa: E402
 
 KEY = "load-owner-key"
 PIN = "1357"
 REPLY = "Here is the first sentence. And a second one after it."
+# What the default cap allows each conversation process.
+CONVERSATION_BUDGET_MB = PER_CONVERSATION_BYTES // (1024 * 1024)
 PG_ADMIN = os.environ.get("IRIIS_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
@@ -165,9 +174,10 @@ async def turn(client: httpx.AsyncClient, session_id: str | None) -> tuple[float
 
 
 async def conversation(client: httpx.AsyncClient, turns: int, new: list[float], cont: list[float],
-                       errors: list[str], busy: list[float]) -> None:
+                       errors: list[str], busy: list[float], done: dict[str, int] | None = None) -> None:
     """`turns` turns of one conversation. A 503 with Retry-After is waited out and asked again
-    (as a client should), and the time to the first sentence counts from the first try."""
+    (as a client should), and the time to the first sentence counts from the first try.
+    `done` counts the turns each conversation finished (to check that none was lost)."""
     sid = None
     for i in range(turns):
         began = time.perf_counter()
@@ -183,10 +193,37 @@ async def conversation(client: httpx.AsyncClient, turns: int, new: list[float], 
                     busy.append(told.retry_after)
                     await asyncio.sleep(told.retry_after)
             (new if i == 0 else cont).append((tried - began + seconds) * 1000)
+            if done is not None:
+                done[sid] = done.get(sid, 0) + 1
         except Exception as exc:  # noqa: BLE001 - counted, the run goes on
             errors.append(f"{type(exc).__name__}: {exc}"[:120])
             if sid is None:
                 return
+
+
+async def peaks(root: int, stop: asyncio.Event, seen: dict[str, float]) -> None:
+    """The most conversation actors alive at once, and the most memory they and the server
+    held, sampled every half second until `stop`."""
+    while not stop.is_set():
+        now = await asyncio.to_thread(memory, root)
+        per = [_uss_kb(p) for p in _tree(root) if "SessionActor" in _cmdline(p)]
+        seen["session_actors"] = max(seen.get("session_actors", 0), now["session_actors"])
+        seen["total_mb"] = max(seen.get("total_mb", 0.0), now["total_mb"])
+        seen["session_actors_mb"] = max(seen.get("session_actors_mb", 0.0), round(sum(per) / 1024, 1))
+        try:
+            await asyncio.wait_for(stop.wait(), 0.5)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def kept(client: httpx.AsyncClient, done: dict[str, int]) -> int:
+    """Conversations whose stored messages are fewer than their finished turns' (two a turn)."""
+    lost = 0
+    for sid, turns in done.items():
+        got = await client.get(f"/v1/sessions/{sid}/messages")
+        if got.status_code != 200 or len(got.json()["data"]) < 2 * turns:
+            lost += 1
+    return lost
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -270,13 +307,18 @@ async def level(server: ServerProcess, n: int, turns: int, devices: int, relay: 
         side.append(asyncio.create_task(relay_writers(relay[0], relay[1], writers, stop, errors)))
     await asyncio.sleep(1.0)
     limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+    seen: dict[str, float] = {}
+    done_turns: dict[str, int] = {}
+    sampling = asyncio.create_task(peaks(server.proc.pid, stop, seen))
     async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits,
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
         started = time.perf_counter()
-        await asyncio.gather(*(conversation(client, turns, new, cont, errors, busy) for _ in range(n)))
+        await asyncio.gather(*(conversation(client, turns, new, cont, errors, busy, done_turns) for _ in range(n)))
         elapsed = time.perf_counter() - started
+        lost = await kept(client, done_turns)
     live = memory(server.proc.pid)
     stop.set()
+    await sampling
     held, *rest = await asyncio.gather(*side)
     # Idle actors exit; wait for that (bounded), then look again.
     deadline = time.monotonic() + idle_wait
@@ -292,6 +334,9 @@ async def level(server: ServerProcess, n: int, turns: int, devices: int, relay: 
         "continued_first_sentence_ms": {"p50": pct(cont, 0.5), "p95": pct(cont, 0.95)},
         "errors": len(errors), "error_samples": sorted(set(errors))[:5],
         "busy_503s": len(busy), "busy_retry_after_max_s": max(busy, default=None),
+        "conversations_with_turns_lost": lost,
+        "peak_session_actors": seen.get("session_actors"), "peak_session_actors_mb": seen.get("session_actors_mb"),
+        "peak_total_mb": seen.get("total_mb"),
         "devices_connected": held, "relay_appends": rest[0] if rest else 0, "relay_throttled": throttled[0],
         "memory_before": brief(before), "memory_live": brief(live),
         # Per conversation actor alive when measured: with several turns each, the first
@@ -348,6 +393,8 @@ async def main() -> None:
     parser.add_argument("--relay-writers", type=int, default=5)
     parser.add_argument("--idle-seconds", type=float, default=20.0)
     parser.add_argument("--spares", type=int, default=2)
+    parser.add_argument("--max-live", type=int, default=0,
+                        help="IRIIS_SESSION_MAX_LIVE: the cap on conversation processes (0: from memory)")
     parser.add_argument("--max-seconds", type=float, default=1500.0)
     parser.add_argument("--probe", type=int, default=8, help="new conversations one at a time")
     parser.add_argument("--pause", type=float, default=8.0, help="seconds between them (the pool refills)")
@@ -370,6 +417,7 @@ async def main() -> None:
             "IRIIS_OWNER_KEYS": KEY, "DATABASE_URL": PG_ADMIN.rsplit("/", 1)[0] + f"/{db}",
             "IRIIS_MCP_CONFIG": str(Path(home) / "mcp.yaml"),
             "IRIIS_SESSION_IDLE_SECONDS": str(args.idle_seconds), "IRIIS_SESSION_SPARES": str(args.spares),
+            "IRIIS_SESSION_MAX_LIVE": str(args.max_live),
         }).start()
         try:
             subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{PIN}\n", env=server.env, check=True,
@@ -406,7 +454,8 @@ async def main() -> None:
             server.stop()
             provider.stop()
             await _pg(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-    print(json.dumps({"benchmark": "load", "store": "postgresql", "spares": args.spares,
+    print(json.dumps({"benchmark": "load", "store": "postgresql", "spares": args.spares, "max_live": args.max_live,
+                      "cap_budget_mb": args.max_live * CONVERSATION_BUDGET_MB if args.max_live else None,
                       "idle_seconds": args.idle_seconds, "sequential": sequential, "levels": results,
                       "goals": {"new_minus_continued_p50_ms": 50, "mb_per_live_conversation": 60, "errors": 0}}))
 
