@@ -42,8 +42,10 @@ from tests.conftest import OWNER_KEY
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLES = 8
-STREAM_SECONDS = 3
+# 5 valid and 2 invalid requests an operation: about 35 s of the shared server's group on 2 cores
+# (8 and 4 took 61 s, and pushed the whole suite past its 15 minutes).
+EXAMPLES = 5
+STREAM_SECONDS = 2
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 LEFT_OUT = {
     "DELETE /v1/memory/{item_id}": "deletes memories other tests wrote",
@@ -69,7 +71,7 @@ LEFT_OUT = {
     "POST /v1/memory/import": "bulk-writes memories into every later prompt",
 }
 FEWER = {"POST /v1/chat": 3, "POST /v1/ask": 2, "POST /v1/ask/stream": 2, "POST /v1/memory": 3,
-         "POST /v1/keys": 2, "GET /v1/preview": 2, "GET /v1/me/events/stream": 2}
+         "POST /v1/keys": 2, "GET /v1/preview": 2, "GET /v1/me/events/stream": 1}
 
 
 @schemathesis.serializer("application/x-ndjson")
