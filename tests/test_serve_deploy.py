@@ -98,7 +98,9 @@ def test_serve_deploy_runs_the_checked_in_config_and_it_answers(deployed: dict[s
     scripted.reset()
     scripted.default_reply = text(REPLY)
     with httpx.Client(base_url=deployed["url"], timeout=120) as client:
-        events = chat(client, KEY, "Are you deployed?")
+        # The deployed app's first conversation starts cold: beside two CPU hogs that took over
+        # the 60 s `chat` waits by default.
+        events = chat(client, KEY, "Are you deployed?", timeout=240)
         sentences = [d["text"] for e, d in events if e == "sentence"]
         assert sentences == ["Deployed from the config file.", "It answers."], events
         assert any(e == "done" for e, _ in events)
