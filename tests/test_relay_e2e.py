@@ -24,6 +24,21 @@ pytestmark = pytest.mark.e2e
 CONFORMANCE = REPO / "clients" / "relay" / "conformance.sh"
 
 
+def forget_earlier_peers() -> None:
+    """Remove what an earlier run that was killed left behind: its namespace and the host's end
+    of its veth, which still holds 10.231.7.1/24. With two such links the host answered the new
+    peer over the dead one, and every connect timed out (three relay tests failed on a plain run)."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    for name in names:
+        if name.startswith("iriis-peer-"):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout.splitlines()
+    for line in links:
+        name = line.split(":", 2)[1].strip().split("@", 1)[0] if line.count(":") >= 2 else ""
+        if name.startswith("irh"):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
 class Peer:
     """Where the peer runs: a network namespace joined by a veth pair, else this namespace
     (with the host on another loopback address and the local shortcut disabled)."""
@@ -36,6 +51,7 @@ class Peer:
     def setup(self) -> "Peer":
         if os.geteuid() != 0 or shutil.which("ip") is None:
             return self
+        forget_earlier_peers()
         ns = f"iriis-peer-{secrets.token_hex(3)}"
         steps = [["ip", "netns", "add", ns],
                  ["ip", "link", "add", self.link, "type", "veth", "peer", "name", self.link + "p"],
