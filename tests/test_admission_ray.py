@@ -156,7 +156,8 @@ async def test_a_busy_conversation_is_never_let_go(config: SessionConfig) -> Non
         return await reg.acquire.remote("background")
 
     waiting = asyncio.create_task(background())
-    await asyncio.sleep(3.0)
+    # The registry counts it as waiting for room (past a recheck or two), and it is not let in.
+    await until(lambda: reg.state.remote(), lambda s: s["waiting_for_room"] == 1, timeout=60)
     assert not waiting.done()
     assert len(await live_actors_async(SLOT)) == 1
     await gate.open.remote()

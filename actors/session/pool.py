@@ -324,7 +324,7 @@ class SessionRegistry:
         return {**await self.counts(), "cold_starts": at_once, "start_seconds": round(self._clock.seconds, 2),
                 "start_wait_seconds": self.config.start_wait,
                 "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2),
-                "max_live": self.book.cap, "released": self.book.released}
+                "max_live": self.book.cap, "released": self.book.released, "waiting_for_room": self.book.waiting}
 
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""

@@ -196,6 +196,7 @@ class SessionPoolPublic(BaseModel):
     # many idle conversations were let go to stay under it since the registry started.
     max_live: int
     released: int
+    waiting_for_room: int   # background newcomers waiting at the cap for a conversation to end
 
 
 class LinkPreview(Open):

@@ -17,7 +17,7 @@ from actors.common.untrusted import wrap_content
 from actors.session import turns
 from actors.session.core import SessionCore
 from actors.session.events import TurnResult
-from tests.injection.paths import SYSTEM_PROMPT, owner_turn, payload_lines
+from tests.injection.paths import SYSTEM_PROMPT, _Log, owner_turn, payload_lines
 
 # The ways turn 1 met the payload: (the owner's or the caller's message, the stored message's
 # named sources, turn 1's reads). `{planted}` is the case's payload text.
@@ -82,9 +82,3 @@ async def history_prompt(case: Any, defenses: bool, run_turn_1: Any) -> list[Any
     messages = core.prompt(SYSTEM_PROMPT)
     messages[-1] = owner_turn(case.owner_message, case.attachments)
     return messages
-
-
-class _Log:
-    """The TurnLog fields `save_reply` touches."""
-
-    exchange: dict[str, Any] | None = None
