@@ -13,6 +13,7 @@ from actors.session.admission import (
     FULL_RETRY_SECONDS,
     Admission,
     SessionsFull,
+    claim_stream,
     configured_cap,
     default_cap,
     make_room,
@@ -295,3 +296,51 @@ async def test_a_release_that_fails_is_a_refusal() -> None:
     with pytest.raises(SessionsFull):
         await make_room(book, fleet.others, fleet.survey, broken, bound=1.0)
     assert book.live() == ["a"] and book.released == 0 and not book.releasing
+
+
+# -- camera streams and devices ------------------------------------------------------------------
+
+async def test_a_stream_takes_a_place_and_an_idle_conversation_goes_for_it() -> None:
+    book, _ = book_with(2, "a", "b")
+    fleet = Fleet(book)
+    await claim_stream(book, "camera:s1", "h1", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    assert fleet.asked == ["a"] and book.streams == {"camera:s1": "h1"}
+    assert book.entering == 0 and book.occupied() == 2
+
+
+async def test_a_stream_is_never_let_go_for_room() -> None:
+    book, _ = book_with(2, "a")
+    fleet = Fleet(book, busy={"a"})
+    await claim_stream(book, "device:7", "h1", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    # Full: the busy conversation and the device. A camera stream finds no room, and a
+    # conversation's newcomer neither: the device is not offered up as idle.
+    with pytest.raises(SessionsFull):
+        await claim_stream(book, "camera:s1", "h2", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    with pytest.raises(SessionsFull):
+        await make_room(book, fleet.others, fleet.survey, fleet.release, bound=1.0)
+    assert fleet.asked == [] and list(book.streams) == ["device:7"]
+
+
+async def test_a_stream_that_ends_frees_its_place_for_a_waiter() -> None:
+    book, _ = book_with(1)
+    fleet = Fleet(book)
+    await claim_stream(book, "camera:s1", "h1", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    waiter = asyncio.create_task(make_room(book, fleet.others, fleet.survey, fleet.release,
+                                           bound=None, recheck=60.0))
+    await asyncio.sleep(0.01)
+    assert not waiter.done() and book.waiting == 1
+    book.end_stream("camera:s1", "h1")
+    await asyncio.wait_for(waiter, 1.0)
+    assert book.entering == 1 and not book.streams
+
+
+async def test_a_device_that_reconnects_keeps_one_place_and_the_old_socket_cannot_free_it() -> None:
+    book, _ = book_with(2)
+    fleet = Fleet(book)
+    await claim_stream(book, "device:7", "old", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    await claim_stream(book, "device:7", "new", fleet.others, fleet.survey, fleet.release, bound=1.0)
+    assert book.occupied() == 1
+    book.end_stream("device:7", "old")        # the replaced socket closes after the new one came
+    assert book.streams == {"device:7": "new"}
+    book.end_stream("device:7", "new")
+    assert book.occupied() == 0

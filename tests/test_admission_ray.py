@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import ray
 
-from actors.common.names import live_actors_async
+from actors.common.names import NAMESPACE, live_actors_async
 from actors.common.restart import open_conversation
 from actors.session.actor import SessionConfig
 from actors.session.pool import SLOT, registry
@@ -174,3 +174,39 @@ async def test_a_busy_conversation_is_never_let_go(config: SessionConfig) -> Non
     assert channel == "chat"
     assert ("user", "wait for it") in [(m["role"], m["content"]) for m in await back.messages.remote()]
     ray.kill(gate)
+
+
+async def test_camera_streams_and_devices_hold_places_under_the_same_cap(config: SessionConfig) -> None:
+    capped = config.model_copy(update={"max_live": 2, "spares": 0, "cold_starts": 1, "idle_seconds": 300.0})
+    reg = await registry(capped, None)
+    for session_id in ("idle-1", "idle-2"):
+        handle, _channel = await open_conversation(session_id, None, lambda a: a.open.remote(True, "chat"),
+                                                   lambda: registry(capped, None))
+        await say(handle, f"hello {session_id}")
+    assert len(await live_actors_async(SLOT)) == 2
+    # A camera stream and a device each take a place: the idle conversations are let go for them.
+    # Their actors stand in for the CameraActor and the DeviceActor (the registry's sweep frees
+    # a place whose actor is gone).
+    standing = [Gate.options(name=name, namespace=NAMESPACE).remote() for name in ("camera:s1", "device:7")]
+    await reg.claim.remote("camera:s1", "socket-1", 5.0)
+    await reg.claim.remote("device:7", "socket-2", 5.0)
+    state = await reg.state.remote()
+    assert state["streams"] == 2 and state["live"] == 0 and state["released"] == 2
+    await until(lambda: live_actors_async(SLOT), lambda alive: not alive, timeout=60)
+    # Full of streams, which are never let go: the next one and a person's conversation are refused.
+    with pytest.raises(SessionsBusy):
+        await reg.claim.remote("camera:s2", "socket-3", 5.0)
+    with pytest.raises(SessionsBusy):
+        await reg.acquire.remote("newcomer", 30.0)
+    # The device reconnects (its place passes to the new socket); the old socket's close frees nothing.
+    await reg.claim.remote("device:7", "socket-4", 5.0)
+    await reg.unclaim.remote("device:7", "socket-2")
+    assert (await reg.state.remote())["streams"] == 2
+    # The camera stream ends: its place goes to the conversation, which comes back from the store.
+    await reg.unclaim.remote("camera:s1", "socket-1")
+    back, channel = await open_conversation("idle-1", None, lambda a: a.open.remote(False),
+                                            lambda: registry(capped, None))
+    assert channel == "chat"
+    assert ("user", "hello idle-1") in [(m["role"], m["content"]) for m in await back.messages.remote()]
+    for actor in standing:
+        ray.kill(actor)

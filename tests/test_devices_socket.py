@@ -4,6 +4,7 @@ typed frames in and out keep the contract's JSON, error frames and close codes."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -19,6 +20,7 @@ from actors.devices.grants import skill_split
 from actors.devices.protocol import EventRate, ProtocolError, sanitize_event, welcome
 from actors.devices.settings import DeviceLimits
 from serve_apps.sockets import devices as socket_module
+from serve_apps.sockets.places import CLOSE_TRY_LATER, NoRoom
 
 LIMITS = DeviceLimits()
 DEVICE = repo.Device(id=3, person_id=1, kind="mac", label="Desk", skills=["files"], reported=[], created=0.0,
@@ -85,6 +87,25 @@ class FakeDeviceActor:
         return None
 
 
+class Places:
+    """Stands in for the registry's places under the cap (serve_apps/sockets/places.py): the
+    keys held now, or NoRoom when `full`."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+        self.full = False
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, _gw: Any, key: str) -> Any:
+        if self.full:
+            raise NoRoom(5)
+        self.held.append(key)
+        try:
+            yield
+        finally:
+            self.held.remove(key)
+
+
 @pytest.fixture
 def socket_app(monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, FakeDeviceActor, list[int]]:
     actor = FakeDeviceActor()
@@ -101,6 +122,7 @@ def socket_app(monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, FakeDeviceA
     monkeypatch.setattr(socket_module.repo, "revoke", revoke)
     monkeypatch.setattr(socket_module, "device_limits", lambda: LIMITS)
     monkeypatch.setattr(socket_module, "device_actor", lambda *_a: actor)
+    monkeypatch.setattr(socket_module, "place", Places())
     app = FastAPI()
     app.include_router(socket_module.router)
 
@@ -215,3 +237,19 @@ def test_closes_the_actor_asks_for_and_the_socket_enforces(socket_app) -> None:
     with client.websocket_connect("/v1/devices/ws", headers={"Authorization": "Bearer irad_wrong"}) as ws:
         assert ws.receive_json()["type"] == "error"
         assert _closed_with(ws) == 4401
+
+
+def test_a_device_holds_a_place_while_connected_and_gets_1013_when_none_is_free(socket_app) -> None:
+    client, _actor, _ = socket_app
+    places = socket_module.place
+    with client.websocket_connect("/v1/devices/ws", headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+        ws.send_text(_hello())
+        assert ws.receive_json()["type"] == "welcome"
+        assert places.held == [f"device:{DEVICE.id}"]
+    assert places.held == []
+    places.full = True
+    with client.websocket_connect("/v1/devices/ws", headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+        ws.send_text(_hello())
+        error = ws.receive_json()
+        assert error["type"] == "error" and "retry in 5 s" in error["error"]
+        assert _closed_with(ws) == CLOSE_TRY_LATER

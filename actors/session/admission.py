@@ -14,6 +14,10 @@ alive is busy, a newcomer with a person waiting is told at once when to come bac
 (`SessionsFull`, a `SessionsBusy`: 503 with Retry-After at the gateway); one without waits
 until a conversation exits or becomes idle.
 
+Camera streams and connected devices are processes too (a CameraActor, a DeviceActor): each
+holds a place under the same cap while its socket is open (`claim_stream`), and is never let
+go for room; a socket that finds no room is closed with 1013 and told when to come back.
+
 Pure logic, no Ray import: `Admission` is the book, `make_room` the step the registry takes
 before each process start, with the Ray calls handed in.
 """
@@ -100,6 +104,10 @@ class Admission:
         self.waiting = 0
         self.released = 0            # conversations let go for room since the start
         self.releasing: dict[str, asyncio.Future[bool]] = {}
+        # Other processes that hold a place while their socket is open and are never let go
+        # for room: camera streams ("camera:<id>") and connected devices ("device:<id>").
+        # The connection now holding each (a device that reconnects takes its place over).
+        self.streams: dict[str, str] = {}
         self._freed: asyncio.Event | None = None
 
     # -- what the registry tells it -----------------------------------------------------------
@@ -127,6 +135,13 @@ class Admission:
                 self._last[session_id] = max(self._last[session_id], self.clock() - max(0.0, idle_for))
         return busy
 
+    def end_stream(self, key: str, holder: str = "") -> None:
+        """A camera stream or device connection closed: its place is free, unless another
+        connection (`holder` given and not the latest) has taken it over meanwhile."""
+        if key in self.streams and (not holder or self.streams[key] == holder):
+            del self.streams[key]
+            self._signal()
+
     def settle(self, freed: bool = True) -> None:
         """An admitted newcomer's start is over: `freed` when it failed (its place is free
         again), not when its conversation is live now (the place passed to it)."""
@@ -141,7 +156,7 @@ class Admission:
         return sorted(self._last, key=self._last.__getitem__)
 
     def occupied(self, others: int = 0) -> int:
-        return len(self._last) + self.entering + others
+        return len(self._last) + len(self.streams) + self.entering + others
 
     def fits(self, incoming: int = 1, others: int = 0) -> bool:
         return self.occupied(others) + incoming <= self.cap
@@ -213,6 +228,20 @@ async def make_room(book: Admission, others: Callable[[], int],
             book.waiting -= 1
         refused.clear()
         surveyed = False
+
+
+async def claim_stream(book: Admission, key: str, holder: str, others: Callable[[], int],
+                       survey: Callable[[], Awaitable[dict[str, float | None]]],
+                       release: Callable[[str], Awaitable[bool]], bound: float | None,
+                       retry_after: int = FULL_RETRY_SECONDS) -> None:
+    """A place under the same cap for a camera stream or a device connection (`key`), held
+    until `book.end_stream(key)`. Room is made as for a conversation (idle ones let go first);
+    with everything busy it raises SessionsFull when there is a `bound`. A key that already
+    holds a place (a device reconnecting) keeps it, now held by `holder`."""
+    if key not in book.streams:
+        await make_room(book, others, survey, release, bound, retry_after)
+        book.settle(freed=False)
+    book.streams[key] = holder
 
 
 async def _release(book: Admission, session_id: str, release: Callable[[str], Awaitable[bool]]) -> bool:

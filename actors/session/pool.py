@@ -37,7 +37,7 @@ from ray.exceptions import RayActorError
 from actors.common.names import NAMESPACE, SESSIONS, actor_name, find_actor, live_actors_async
 from actors.common.placement import preferred_nodes, strategy
 from actors.session.actor import SessionActor, SessionConfig
-from actors.session.admission import Admission, configured_cap, make_room
+from actors.session.admission import Admission, claim_stream, configured_cap, make_room
 from actors.session.release import let_go, survey
 from actors.session.slots import forget_adoption
 from actors.session.start_queue import StartClock
@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 SLOT = "session-slot"
 SWEEP_SECONDS = 30.0
 ADOPT_TIMEOUT = 120.0
+# Camera streams and connected devices hold places under the cap too (`claim`); a claimed place
+# whose actor has not appeared this long after the claim (its replica died) is freed by the sweep.
+STREAM_KINDS = ("camera", "device")
+STREAM_GRACE_SECONDS = 120.0
 # After an adoption that leaves a spare on offer, the next spare starts once the adopted
 # conversation's first turn has ended (at most `SessionConfig.refill_wait` after), and
 # REFILL_SETTLE_SECONDS more: starting a worker process takes a core for about two seconds, and
@@ -78,6 +82,7 @@ class SessionRegistry:
         self._ready: asyncio.Task[None] | None = None
         # The cap on processes (live, spare, starting) and when each conversation was last used.
         self.book = Admission(configured_cap(config.max_live))
+        self._claimed: dict[str, float] = {}   # stream key -> when its place was claimed
 
     # -- start-up and rebuild ---------------------------------------------------------------
 
@@ -102,6 +107,10 @@ class SessionRegistry:
                 self._hold(held, handle)
             else:
                 self.spare.append(handle)
+        # Camera streams and devices still open hold their places again (a restarted registry).
+        for key in await self._open_streams():
+            self.book.streams[key] = ""
+            self._claimed[key] = time.monotonic()
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         self._top_up()
 
@@ -289,6 +298,29 @@ class SessionRegistry:
             task.add_done_callback(lambda _t: self._adopting.pop(session_id, None))
         return await asyncio.shield(task)
 
+    async def claim(self, key: str, holder: str, bound: float | None = None) -> None:
+        """A place under the cap for a camera stream or device connection ("camera:<id>",
+        "device:<id>") while its socket is open; raises SessionsFull past `bound` s."""
+        await self._ensure_ready()
+        await claim_stream(self.book, key, holder, self._others, self._survey, self._release, bound)
+        self._claimed[key] = time.monotonic()
+
+    async def unclaim(self, key: str, holder: str) -> None:
+        await self._ensure_ready()
+        self.book.end_stream(key, holder)
+        if key not in self.book.streams:
+            self._claimed.pop(key, None)
+
+    async def _open_streams(self) -> set[str]:
+        """The camera and device actors alive now, as stream keys."""
+        found: set[str] = set()
+        for kind in STREAM_KINDS:
+            try:
+                found |= {f"{kind}:{thing}" for thing in await live_actors_async(kind)}
+            except Exception:  # noqa: BLE001 - counted again on the next sweep
+                log.exception("could not list the %s actors", kind)
+        return found
+
     async def get(self, session_id: str) -> Any | None:
         """The live actor for `session_id`, or None (never starts one)."""
         await self._ensure_ready()
@@ -324,7 +356,8 @@ class SessionRegistry:
         return {**await self.counts(), "cold_starts": at_once, "start_seconds": round(self._clock.seconds, 2),
                 "start_wait_seconds": self.config.start_wait,
                 "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2),
-                "max_live": self.book.cap, "released": self.book.released, "waiting_for_room": self.book.waiting}
+                "max_live": self.book.cap, "released": self.book.released, "waiting_for_room": self.book.waiting,
+                "streams": len(self.book.streams)}
 
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""
@@ -343,6 +376,13 @@ class SessionRegistry:
                     if _actor_id(handle) not in alive and sid not in self._adopting:
                         self._gone(sid, handle)
                 self.spare = [h for h in self.spare if _actor_id(h) in alive]
+                # A place whose socket's replica died without giving it back: its actor is gone.
+                if self.book.streams:
+                    open_now, now = await self._open_streams(), time.monotonic()
+                    for key in list(self.book.streams):
+                        if key not in open_now and now - self._claimed.get(key, 0.0) > STREAM_GRACE_SECONDS:
+                            self._claimed.pop(key, None)
+                            self.book.end_stream(key)
                 self._top_up()
             except Exception:  # noqa: BLE001 - the sweep runs again
                 log.exception("session registry sweep failed")

@@ -197,6 +197,7 @@ class SessionPoolPublic(BaseModel):
     max_live: int
     released: int
     waiting_for_room: int   # background newcomers waiting at the cap for a conversation to end
+    streams: int = 0        # camera streams and connected devices holding places under the cap
 
 
 class LinkPreview(Open):

@@ -7,7 +7,7 @@ serve_apps/routes/camera.py, included in this module's `router`.
 Close codes: 4401 bad or missing key; 4400 a message that breaks the protocol; 4409 a frame
 sent while another is still waiting for its frame_ack; 4404 watching a stream that is not
 open; 4408 nothing received for IRIIS_CAMERA_IDLE_SECONDS; 1009 a message over four times the
-frame limit.
+frame limit; 1013 no room under the cap on live processes now (the reason says when to retry).
 """
 
 import asyncio
@@ -32,8 +32,10 @@ from actors.errors import report
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
 from serve_apps.http.deps import context_of
+from serve_apps.http.errors import ApiError
 from serve_apps.http.receive import receive_within
 from serve_apps.routes.camera import router as http_router
+from serve_apps.sockets.places import CLOSE_TRY_LATER, NoRoom, place
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -155,13 +157,29 @@ async def camera_socket(ws: WebSocket) -> None:
     if watch:
         await _viewer(ws, gw, watch)
         return
-    send = Sender(ws)
     stream_id = new_id()
+    try:
+        async with place(gw, f"camera:{stream_id}"):
+            await _stream(ws, gw, stream_id)
+    except NoRoom as full:
+        await ws.close(CLOSE_TRY_LATER, full.reason)
+
+
+async def _stream(ws: WebSocket, gw: Any, stream_id: str) -> None:
+    """The owner's stream, its place under the cap held."""
+    send = Sender(ws)
     session_id = new_id()
     handle: Any = None
     core: StreamCore | None = None
     try:
-        session = await gw.session(session_id, create=True)
+        try:
+            session = await gw.session(session_id, create=True)
+        except ApiError as exc:
+            if exc.status != 503:
+                raise
+            retry = (exc.headers or {}).get("Retry-After", "a few")
+            await ws.close(CLOSE_TRY_LATER, f"server full: every conversation is busy; retry in {retry} s")
+            return
         handle = camera_actor(stream_id, gw.config.camera.model_copy(), session,
                               await preferred(gw.config.session.prefer_resource), session_id)
         camera = RemoteCamera(handle)

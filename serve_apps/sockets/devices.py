@@ -1,7 +1,8 @@
 """GET /v1/devices/ws: the device WebSocket. The socket ends here, on a gateway replica; the
 device's state lives in its DeviceActor. This handler enforces what belongs to the socket:
 the hello deadline, frame size (1009), silence (4408), pings, and the closes the actor asks
-for (4000 replaced, 4403 revoked, 1001 server stopping).
+for (4000 replaced, 4403 revoked, 1001 server stopping), and 1013 when no place under the cap
+on live processes is free (serve_apps/sockets/places.py; the reason says when to retry).
 
 Frames are typed (`actors.devices.frames`): what arrives is parsed into the device union and
 dispatched on its class; what leaves is a server frame model, encoded to the same JSON the
@@ -30,6 +31,7 @@ from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from serve_apps.http.auth import presented_key
 from serve_apps.http.receive import receive_within
 from serve_apps.routes.device_calls import device_limits
+from serve_apps.sockets.places import CLOSE_TRY_LATER, NoRoom, place
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -129,7 +131,12 @@ async def device_ws(websocket: WebSocket) -> None:
         await sock.send_error(broken or "the first frame must be a hello (or a bye)")
         await sock.close(CLOSE_BAD_HELLO, "bad hello")
         return
-    await _serve(gw, sock, device, token, first, limits)
+    try:
+        async with place(gw, f"device:{device.id}"):
+            await _serve(gw, sock, device, token, first, limits)
+    except NoRoom as full:
+        await sock.send_error(full.reason)
+        await sock.close(CLOSE_TRY_LATER, full.reason)
 
 
 async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Hello, limits: DeviceLimits) -> tuple[Any, Welcome]:
