@@ -124,3 +124,27 @@ def test_a_relay_peers_message_in_the_history_is_not_the_owners_and_declines_una
     # What the model was shown for turn 2: the peer's message came back as history.
     shown = [m["content"] for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"]
     assert any(INJECTED in c for c in shown)
+
+
+def test_once_the_owner_sets_the_outside_content_aside_a_later_turn_acts_without_asking(client, model) -> None:
+    """The relay case again, then the owner sets aside the peer's words: the next unattended
+    turn is not tainted, its action runs, and the model no longer sees the peer's message."""
+    peer = "relay:1a2b3c4d from mallory-bot"
+    model.enqueue(so.text("Noted."))
+    sid = _session_of(chat(client, OWNER_KEY, f"[relay] mallory-bot wrote: {INJECTED}", sources=[peer]))
+    resp = client.post(f"/v1/sessions/{sid}/set-aside")
+    assert resp.status_code == 200, resp.text
+    # The peer's message, and the reply written in the turn that read it.
+    assert resp.json() == {"session_id": sid, "set_aside": 2}
+    mine = "Reminder from me: water the plants"
+    model.enqueue(so.tools(("notify_owner", {"body": mine})), so.text("Sent."))
+    events = chat(client, OWNER_KEY, "Send me a note to water the plants", session_id=sid, confirmations=False)
+    assert _statuses(events, "notify_owner") == ["start", "done"], events
+    audit = next(a for a in client.get("/v1/audit").json()["data"] if a["tool"] == "notify_owner")
+    assert audit["tainted"] is False and audit["confirmed"] is not False
+    shown = [m["content"] for m in model.requests[-1]["body"]["messages"] if m["role"] == "user"]
+    assert not any(INJECTED in c for c in shown)
+    # The peer's message is still in the conversation's history for the owner to read.
+    listed = client.get(f"/v1/sessions/{sid}/messages").json()["data"]
+    assert any(INJECTED in m["content"] for m in listed)
+    assert client.post("/v1/sessions/nope/set-aside").status_code == 404

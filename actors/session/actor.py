@@ -237,6 +237,14 @@ class SessionActor:
         await self.flush()
         return removed
 
+    async def set_aside_outside(self) -> int:
+        """The owner sets aside the outside content seen so far (core.set_aside_outside):
+        written before this returns; the next turn no longer sees it."""
+        self.idle.touch()
+        aside = self.core.set_aside_outside()
+        await self.flush()
+        return aside
+
     # -- turns ----------------------------------------------------------------------------
 
     async def chat(self, message: str, background: bool = False, attended: bool = True,

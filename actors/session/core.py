@@ -28,6 +28,9 @@ CRASHED_NOTE = "\n[interrupted: the server stopped while I was answering; the re
 PENDING = "pending"
 # Why a stored reply was cut short (meta "cause"), when it was not the owner's barge-in.
 RESTART_CAUSE = "session_restarted"
+# The owner set aside the outside content seen so far (`set_aside_outside`): a system message.
+SET_ASIDE = "set_aside_outside"
+SET_ASIDE_NOTE = "The owner set aside the outside content above; it no longer reaches the model."
 
 
 class SessionCore:
@@ -140,12 +143,15 @@ class SessionCore:
         return window[::-1]
 
     def to_fold(self) -> list[MessageRecord]:
-        """Messages that have left the window and are not in the summary yet."""
+        """Messages that have left the window and are not in the summary yet (what the owner
+        set aside is never folded in)."""
         window = self.window()
         first_kept = window[0].seq if window else self._next_seq
         upto = self.conversation.summary_upto if self.conversation else 0
+        aside = self._set_aside_upto()
         return [m for m in self.history
-                if upto < m.seq < first_kept and m.role in ("user", "assistant")]
+                if upto < m.seq < first_kept and m.role in ("user", "assistant")
+                and not (m.seq < aside and (m.meta or {}).get("sources"))]
 
     def apply_summary(self, summary: str, upto_seq: int, sources: list[str] | None = None) -> None:
         """The new rolling summary; `sources` are the untrusted sources of what was folded into
@@ -166,11 +172,34 @@ class SessionCore:
         self.buffer.delete(message_id)
         return len(self.history) != before
 
+    def set_aside_outside(self) -> int:
+        """The owner sets aside the outside content seen so far: from the next turn on, every
+        earlier message that carries untrusted sources (a relay peer's words, a reply written
+        while reading a file, a page or a stranger's memory) and a summary folded from such
+        content leave the prompt, so they no longer taint turns nor ask for confirmations.
+        Nothing is deleted: the marker is a system message, and the history shows it all.
+        Returns how many messages were set aside."""
+        assert self.conversation is not None, "create() or load() first"
+        before = self._set_aside_upto()
+        aside = sum(1 for m in self.history if m.seq > before and (m.meta or {}).get("sources"))
+        if self.conversation.summary_sources:
+            # The summary is derived text: the part folded from outside content goes with it
+            # (later folds start a new one); the messages it came from stay stored.
+            self.conversation.summary, self.conversation.summary_sources = "", None
+            aside += 1
+        self.add("system", SET_ASIDE_NOTE, {SET_ASIDE: True})
+        return aside
+
+    def _set_aside_upto(self) -> int:
+        marks = [m.seq for m in self.history if m.role == "system" and (m.meta or {}).get(SET_ASIDE)]
+        return max(marks, default=0)
+
     def prompt(self, system: str) -> list[TurnMessage]:
         """System text, the rolling summary, then as much recent history as fits the budget,
         each message with its provenance. A summary folded from untrusted content is quoted as
-        data and marks the turn (`summary`)."""
+        data and marks the turn (`summary`). What the owner set aside is left out."""
         out: list[TurnMessage] = [TurnMessage(role="system", content=system, provenance=[SYSTEM_TEXT])]
+        aside = self._set_aside_upto()
         if self.conversation and self.conversation.summary:
             summary = self.conversation.summary
             if self.conversation.summary_sources:
@@ -181,6 +210,8 @@ class SessionCore:
                 out.append(TurnMessage(role="system", provenance=[SYSTEM_TEXT],
                                        content="Summary of the earlier conversation:\n" + summary))
         for m in self.window():
+            if m.seq < aside and (m.meta or {}).get("sources"):
+                continue
             content = m.content
             if m.meta and m.meta.get("interrupted"):
                 content += CRASHED_NOTE if m.meta.get("cause") == RESTART_CAUSE else INTERRUPTED_NOTE

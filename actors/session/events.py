@@ -73,7 +73,10 @@ class ToolActivity(_Event):
     arguments: dict[str, Any] | None = None
     result: str | None = None
     files: list[int] | None = None
-    omit_if_none: ClassVar[tuple[str, ...]] = ("arguments", "result", "files")
+    # On a call's end: the untrusted sources the turn has read so far, this call's output
+    # included (`web:host`, `file:12 notes.txt`); left out while the turn read none.
+    sources: list[str] | None = None
+    omit_if_none: ClassVar[tuple[str, ...]] = ("arguments", "result", "files", "sources")
 
 
 class ConfirmAsked(_Event):

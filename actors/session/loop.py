@@ -263,7 +263,8 @@ class _Turn:
             spec = self.toolbox.specs.get(call.name)
             self.trace.append({"name": call.name, "arguments": arguments, "status": status,
                                "result": result.content[:500], "source": spec.source if spec else None})
-            yield ToolActivity(name=call.name, status=status, result=result.content[:500], files=result.files)
+            yield ToolActivity(name=call.name, status=status, result=result.content[:500], files=result.files,
+                               sources=[str(p) for p in self.sources] or None)
             spec = self.toolbox.specs.get(call.name)
             source = f"{spec.source}.{call.name}" if spec else call.name
             messages.append({"role": "tool", "tool_call_id": call.id,

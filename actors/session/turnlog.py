@@ -32,6 +32,9 @@ class TurnLog:
         self.heard: tuple[str | None, int | None] = (None, None)
         # The finished exchange, for reflection after the reply is delivered.
         self.exchange: dict[str, Any] | None = None
+        # The untrusted sources the turn has read so far (its prompt's, then what its tool calls
+        # brought in): a reply cut short by barge-in is saved with them.
+        self.sources: list[str] = []
         self.spoken: Callable[[], None] | None = None
         self.settle: Callable[[TurnEvent], Awaitable[TurnEvent]] | None = None
         self._changed = asyncio.Condition()
@@ -39,6 +42,8 @@ class TurnLog:
     async def push(self, event: TurnEvent) -> None:
         if event.type in ENDS_TURN and self.settle is not None and not self.finished:
             event = await _uncancellable(self.settle(event))
+        if isinstance(event, ToolActivity) and event.sources:
+            self.sources = list(dict.fromkeys([*self.sources, *event.sources]))
         async with self._changed:
             if len(self.events) < MAX_EVENTS or event.type in ENDS_TURN:
                 self.events.append(event)

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from actors.common.attachments import expand_message
-from actors.common.provenance import SYSTEM_TEXT, Provenance
+from actors.common.provenance import SYSTEM_TEXT, Provenance, untrusted
 from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
 from actors.devices.repository import conversation_person
@@ -33,6 +33,7 @@ from actors.session.events import (
     TurnResult,
     TurnScope,
     TurnStarted,
+    message_sources,
     said_by,
 )
 from actors.session.files import render_attachments
@@ -157,6 +158,7 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
         # The model reads the files' contents; the stored message stays as the owner sent it.
         user.content = expand_message(message, rendered)
     user.provenance = said_by("user", [*files, *(sources or [])])
+    turn.sources = [str(p) for p in untrusted(message_sources(messages))]
     request = TurnRequest(
         messages=messages, session_id=core.session_id, turn_id=turn.turn_id, session=session, attended=attended,
         max_steps=MAX_BACKGROUND_STEPS if turn.background else MAX_CHAT_STEPS,
@@ -234,7 +236,11 @@ def save_cancelled(core: SessionCore, turn: TurnLog) -> Done:
     """Keep only what the owner heard of an interrupted reply."""
     heard = turn.heard_text()
     if heard:
-        core.add("assistant", heard, meta={"interrupted": True})
+        # Cut short, it still keeps what the turn had read: it taints later turns as a whole one would.
+        meta: dict[str, Any] = {"interrupted": True}
+        if turn.sources:
+            meta["sources"] = list(turn.sources)
+        core.add("assistant", heard, meta=meta)
     return Done(session_id=core.session_id, message_id=None, text=heard, cancelled=True)
 
 

@@ -117,6 +117,13 @@ class Cancelled(BaseModel):
     cancelled: bool
 
 
+class SetAside(BaseModel):
+    """POST /v1/sessions/{id}/set-aside: how many earlier messages carrying outside content
+    (and a summary folded from it, counted as one) no longer reach the model."""
+    session_id: str
+    set_aside: int
+
+
 class MessageDeleted(BaseModel):
     id: str
     deleted: bool

@@ -30,6 +30,7 @@ from serve_apps.http.models import (
     SessionList,
     SessionRenamed,
     SessionState,
+    SetAside,
     page,
 )
 from serve_apps.http.openapi import EventStream
@@ -134,6 +135,16 @@ async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelReq
     body = body or CancelRequest()
     cancelled = await handle.cancel.remote(body.heard, body.heard_index)
     return Cancelled(session_id=session_id, cancelled=cancelled)
+
+
+@router.post("/v1/sessions/{session_id}/set-aside")
+async def set_aside(session_id: str, _owner: Owner, gw: GatewayDep) -> SetAside:
+    """The owner sets aside the outside content this conversation has seen (a relay peer's
+    words, replies written while reading files or pages, a summary folded from them): it stays
+    in the history but no longer reaches the model, so later turns are not tainted by it."""
+    check_session_id(session_id)
+    handle = await gw.session(session_id, create=False)
+    return SetAside(session_id=session_id, set_aside=await handle.set_aside_outside.remote())
 
 
 @router.delete("/v1/messages/{message_id}")
