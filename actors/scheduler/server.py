@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from actors.notify import call_store
 from actors.scheduler import tasks
+from actors.scheduler.when import looks_like_repeat
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
 
@@ -30,8 +31,10 @@ mcp: MCPServer[Store] = MCPServer(
     instructions=("Background tasks, reminders and calls. remind queues a notification for the owner at a time; "
                   "create_task runs a goal later as a background session of yours (research, a report) and "
                   "tells the owner when it is done; schedule_call rings the owner to talk by voice; "
-                  "list_tasks shows tasks; cancel_task stops one. Times are "
-                  "ISO 8601 in the owner's time zone (ask the clock first) or 'in 20 minutes'."),
+                  "list_tasks shows tasks; cancel_task stops one. Times may be written as a person says them "
+                  "('in 20 minutes', '7pm', 'tomorrow at 9', 'next Monday morning', 'tonight at 8') or as ISO 8601 "
+                  "in the owner's time zone; repeats as 'every weekday at 8', 'daily at 9', 'every 30 minutes' or "
+                  "cron. A refusal says the time now and how to write it."),
     lifespan=store_lifespan,
 )
 
@@ -39,8 +42,12 @@ _READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent
 _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
-When = Annotated[str, Field(max_length=80, description="ISO 8601 like 2026-12-01T17:00 (owner's time) or 'in 20 minutes'")]
-Repeat = Annotated[str | None, Field(max_length=80, description="cron like '0 9 * * 1-5' or an interval like 'every 2h'")]
+When = Annotated[str | None, Field(max_length=80, description=(
+    "when, in the owner's time zone, as a person says it: 'in 20 minutes', '7pm', 'tomorrow at 9', "
+    "'next Monday morning', '24 December at 18:00', or ISO 8601 like 2026-12-01T17:00"))]
+Repeat = Annotated[str | None, Field(max_length=80, description=(
+    "to repeat: 'every weekday at 8', 'daily at 9', 'every Monday at 9', 'weekly on Friday at 17:00', "
+    "'every morning', 'every 30 minutes', 'hourly', or cron like '0 9 * * 1-5'"))]
 
 
 class TaskLine(BaseModel):
@@ -58,21 +65,49 @@ def _store(ctx: Context) -> Store:
     return ctx.request_context.lifespan_context
 
 
-def _when(at: str | None, now: float) -> float | None:
-    if at is None or not at.strip():
+def _repeat_in(text: str) -> tasks.Repeat | None:
+    """The repeat a time field holds ("every weekday at 8", "daily"), or None."""
+    if not looks_like_repeat(text):
         return None
     try:
-        return tasks.parse_when(at, now, tasks.owner_timezone())
-    except ValueError as exc:
+        return tasks.parse_repeat(text)
+    except tasks.InvalidRepeat:
+        return None
+
+
+def _schedule(at: str | None, repeat: str | None, now: float) -> tuple[float | None, tasks.Repeat | None]:
+    """The first time and the repeat, read in the owner's time zone. A repeat written in `at`
+    ("every weekday at 8") with no `repeat` is taken as the repeat: small models put it there.
+    With a repeat and no time, the first run is the repeat's next time (a cron's next match)."""
+    zone = tasks.owner_timezone()
+    try:
+        schedule = tasks.parse_repeat(repeat) if repeat and repeat.strip() else None
+    except tasks.InvalidRepeat as exc:
         raise ToolError(str(exc)) from None
+    first: float | None = None
+    if at and at.strip():
+        try:
+            first = tasks.parse_when(at, now, zone)
+        except ValueError as exc:
+            in_at = _repeat_in(at) if schedule is None else None
+            if in_at is None:
+                raise ToolError(str(exc)) from None
+            schedule = in_at
+    if first is None and schedule is not None and schedule.cron:
+        first = schedule.next_after(now, zone)
+    return first, schedule
 
 
 async def _create(ctx: Context, kind: Literal["task", "reminder"], title: str, goal: str, at: str | None,
                   repeat: str | None) -> tasks.Task:
     now = time.time()
+    run_at, schedule = _schedule(at, repeat, now)
+    if kind == "reminder" and run_at is None and schedule is None:
+        raise ToolError("say when: at ('in 20 minutes', '7pm', 'tomorrow at 9') or repeat ('every weekday at 8')")
     try:
-        return await tasks.create_task(_store(ctx), title, goal, now, run_at=_when(at, now), repeat=repeat or None,
-                                       kind=kind, tz=tasks.owner_timezone())
+        return await tasks.create_task(_store(ctx), title, goal, now, run_at=run_at,
+                                       repeat=schedule.text if schedule else None, kind=kind,
+                                       tz=tasks.owner_timezone())
     except tasks.InvalidRepeat as exc:
         raise ToolError(str(exc)) from None
 
@@ -80,11 +115,12 @@ async def _create(ctx: Context, kind: Literal["task", "reminder"], title: str, g
 @mcp.tool(annotations=_WRITES)
 async def remind(
     text: Annotated[str, Field(min_length=1, max_length=500, description="what to remind the owner of")],
-    at: When,
     ctx: Context,
+    at: When = None,
     repeat: Repeat = None,
 ) -> str:
-    """Remind the owner of something at a time (a notification; nothing else runs)."""
+    """Remind the owner of something at a time, once or repeating (a notification; nothing else runs).
+    Give at, repeat or both; with only repeat the first reminder is the repeat's next time."""
     row = await _create(ctx, "reminder", text[:80], text, at, repeat)
     every = f", repeating {row.repeat}" if row.repeat else ""
     return f"reminder #{row.id} set for {tasks.local_time(row.next_run, tasks.owner_timezone())}{every}"
@@ -95,7 +131,9 @@ async def create_task(
     title: Annotated[str, Field(min_length=1, max_length=120)],
     goal: Annotated[str, Field(min_length=1, max_length=4000, description="what the finished deliverable is")],
     ctx: Context,
-    at: Annotated[str | None, Field(max_length=80, description="when to start; now when omitted")] = None,
+    at: Annotated[str | None, Field(max_length=80, description=(
+        "when to start, as a person says it ('tonight at 8', 'tomorrow 09:00') or ISO 8601; now when "
+        "omitted (or a repeat's next time)"))] = None,
     repeat: Repeat = None,
 ) -> str:
     """Run a goal as a background session of yours, now or later; the owner is told when it is done."""
@@ -108,7 +146,9 @@ async def create_task(
 async def schedule_call(
     reason: Annotated[str, Field(min_length=1, max_length=300, description="why you are calling, in a few words")],
     ctx: Context,
-    at: Annotated[str | None, Field(max_length=80, description="when to ring; now when omitted")] = None,
+    at: Annotated[str | None, Field(max_length=80, description=(
+        "when to ring, as a person says it ('in 10 minutes', '7pm', 'tomorrow at 9') or ISO 8601; now when "
+        "omitted (or a repeat's next time)"))] = None,
     opening: Annotated[str | None, Field(max_length=500, description="the first line you will say when "
                                                                       "the owner picks up")] = None,
     repeat: Repeat = None,
@@ -117,14 +157,10 @@ async def schedule_call(
     desktop), and answering opens a voice conversation with you. Unanswered after two minutes it
     is a missed call."""
     now = time.time()
-    when = _when(at, now) or now
-    if repeat:
-        try:
-            tasks.parse_repeat(repeat)
-        except tasks.InvalidRepeat as exc:
-            raise ToolError(str(exc)) from None
-    call = await call_store.create_call(_store(ctx), when, reason.strip(), now, opening=(opening or "").strip() or None,
-                                        repeat=repeat or None, source="agent")
+    first, schedule = _schedule(at, repeat, now)
+    call = await call_store.create_call(_store(ctx), first or now, reason.strip(), now,
+                                        opening=(opening or "").strip() or None,
+                                        repeat=schedule.text if schedule else None, source="agent")
     every = f", repeating {call.repeat}" if call.repeat else ""
     return f"call #{call.id} will ring at {tasks.local_time(call.at, tasks.owner_timezone())}{every}"
 

@@ -11,6 +11,7 @@ scheduler restarted mid-run) neither run a row twice nor lose one:
   earlier incarnation of the same runner, or any claim older than the run timeout.
 
 Every function takes `now` (epoch seconds) from the caller, so tests run on an injected clock.
+Times and repeats in words ("tomorrow at 9", "every weekday at 8") are read in `when`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import sqlalchemy as sa
 from croniter import croniter
 from pydantic import BaseModel
 
+from actors.scheduler.when import UNITS, duration, natural_cron, normalise
+from actors.scheduler.when import local_time as local_time  # re-exported: callers use tasks.local_time
+from actors.scheduler.when import parse_when as parse_when  # re-exported: callers use tasks.parse_when
 from actors.store import schema
 from actors.store.models import new_id
 from actors.store.store import Store
@@ -69,10 +73,6 @@ class Task(BaseModel):
 
 # -- repeat schedules ------------------------------------------------------------------------
 
-_UNITS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-          "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-          "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-          "d": 86_400, "day": 86_400, "days": 86_400, "w": 604_800, "week": 604_800, "weeks": 604_800}
 _INTERVAL = re.compile(r"^(?:every\s+)?(\d+(?:\.\d+)?)\s*([a-z]+)?$")
 _WORDS = {"hourly": 3600, "daily": 86_400, "weekly": 604_800}
 
@@ -101,28 +101,39 @@ class Repeat:
         return float(croniter(self.cron, start).get_next(float))
 
 
+_REPEAT_FORMS = ("give an interval ('every 30 minutes', 'hourly'), days and a time ('every day at 7:30', "
+                 "'every weekday at 8', 'every Monday at 9', 'weekly on Friday at 17:00') "
+                 "or a cron expression ('0 9 * * 1-5')")
+
+
 def parse_repeat(text: str) -> Repeat:
-    """`"every 30m"`, `"2 hours"`, `"daily"`, `"900"` (seconds) or a cron expression
-    (`"0 9 * * 1-5"`, `"@daily"`). Raises InvalidRepeat."""
+    """`"every 30m"`, `"2 hours"`, `"daily"`, `"900"` (seconds), a cron expression (`"0 9 * * 1-5"`,
+    `"@daily"`), or days and a time in words (`"every weekday at 8"`, `"weekly on Friday at 17:00"`),
+    kept as the cron they mean so a stored row never depends on how words are read. Raises
+    InvalidRepeat, saying which forms work."""
     raw = " ".join(text.strip().split())
     lowered = raw.lower()
     if not lowered:
-        raise InvalidRepeat("repeat is empty; give a cron expression or an interval like 'every 30m'")
+        raise InvalidRepeat(f"repeat is empty; {_REPEAT_FORMS}")
     seconds: float | None = None
     if lowered in _WORDS or lowered.removeprefix("every ") in ("hour", "day", "week"):
-        seconds = _WORDS.get(lowered) or _UNITS[lowered.removeprefix("every ")]
+        seconds = _WORDS.get(lowered) or UNITS[lowered.removeprefix("every ")]
     else:
         match = _INTERVAL.match(lowered)
-        if match and match.group(1) is not None and (match.group(2) is None or match.group(2) in _UNITS):
-            seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+        if match and match.group(1) is not None and (match.group(2) is None or match.group(2) in UNITS):
+            seconds = float(match.group(1)) * UNITS[match.group(2) or "s"]
+        else:  # in words: "every five minutes", "every half an hour", "every 1h30m"
+            seconds = duration(normalise(lowered).removeprefix("every "))
     if seconds is not None:
         if seconds < MIN_INTERVAL_SECONDS:
-            raise InvalidRepeat(f"repeat {raw!r} is shorter than a minute")
+            raise InvalidRepeat(f"repeat {raw!r} is shorter than a minute; give 'every 1m' or longer")
         return Repeat(text=raw, seconds=seconds)
     if croniter.is_valid(raw):
         return Repeat(text=raw, cron=raw)
-    raise InvalidRepeat(f"repeat {raw!r} is neither a cron expression (like '0 9 * * 1-5') "
-                        "nor an interval (like 'every 30m')")
+    cron = natural_cron(raw)
+    if cron is not None and croniter.is_valid(cron):
+        return Repeat(text=cron, cron=cron)
+    raise InvalidRepeat(f"repeat {raw!r} is not a schedule I can read; {_REPEAT_FORMS}")
 
 
 def next_run_after(repeat: str, after: float, tz: ZoneInfo | None = None) -> float:
@@ -296,40 +307,6 @@ async def recover(store: Store, me: str, now: float, timeout: float, stale_after
         if forgotten:
             await conn.execute(sa.delete(schema.kv).where(schema.kv.c.key.in_(forgotten)))
     return sorted(dead)
-
-
-# -- when ------------------------------------------------------------------------------------
-
-_RELATIVE = re.compile(r"^in\s+(\d+(?:\.\d+)?)\s*([a-z]+)$")
-
-
-def parse_when(text: str, now: float, tz: ZoneInfo | None = None) -> float:
-    """Epoch seconds for `"2026-12-01T17:00"` (ISO 8601; without an offset it is the owner's
-    local time), `"in 20 minutes"`, or epoch seconds as text. Raises ValueError."""
-    raw = text.strip()
-    lowered = " ".join(raw.lower().split())
-    relative = _RELATIVE.match(lowered)
-    if relative and relative.group(2) in _UNITS:
-        return now + float(relative.group(1)) * _UNITS[relative.group(2)]
-    try:
-        return float(raw)
-    except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(raw)
-    except ValueError:
-        raise ValueError(f"{raw!r} is not a time: give ISO 8601 like '2026-12-01T17:00' or 'in 20 minutes'") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=tz or ZoneInfo("UTC"))
-    return when.timestamp()
-
-
-def local_time(at: float | None, tz: ZoneInfo | None = None) -> str:
-    """`2026-12-01 17:00 Europe/Paris`, as a tool's answer shows a time."""
-    if at is None:
-        return "unscheduled"
-    zone = tz or ZoneInfo("UTC")
-    return f"{datetime.fromtimestamp(at, zone):%Y-%m-%d %H:%M} {zone.key}"
 
 
 async def release(store: Store, runner: str, now: float) -> list[int]:

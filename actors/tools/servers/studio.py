@@ -15,11 +15,12 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from actors.store.store import Store
 from actors.tools import artefacts
 from actors.tools.artefacts import MAX_POINTS, MAX_SERIES, ArtefactError, Cell, ChartKind, Slide
+from actors.tools.artefacts.coerce import chart_data, labels, split_numbers
 from actors.tools.servers.files import store_lifespan
 
 mcp: MCPServer[Store] = MCPServer(
@@ -69,26 +70,53 @@ FileName = Annotated[str | None, Field(description="File name without extension;
                                        max_length=100)]
 
 
+# What the model is shown for `series`: the preferred shape first, then the others it may send
+# (label/number pairs as an object, records, or text); `coerce.chart_data` reads them all and
+# refuses an ambiguous one saying what to send, so no shape is refused by validation first.
+_SERIES_SCHEMA = {
+    "anyOf": [
+        {"type": "object", "maxProperties": MAX_SERIES,
+         "additionalProperties": {"anyOf": [{"type": "array", "items": {"type": "number"}}, {"type": "number"}]}},
+        {"type": "array", "items": {"anyOf": [{"type": "object"}, {"type": "array"}, {"type": "number"}]}},
+        {"type": "string"},
+        {"type": "null"},
+    ],
+    "description": ('Named series {name: [numbers]}, e.g. {"Sales": [40, 32, 55]} with x_labels '
+                    '["Jan", "Feb", "Mar"]. Label/number pairs also work: {"Jan": 40, "Feb": 32}, '
+                    '[{"label": "Jan", "value": 40}] or "Jan 40, Feb 32". For a pie, one series with '
+                    "x_labels, or one number per label."),
+}
+ChartSeries = Annotated[Any, WithJsonSchema(_SERIES_SCHEMA)]
+# Lists the model may send as text ("40, 32, 55", "Jan, Feb, Mar") are split before validation.
+Numbers = Annotated[list[float] | None, BeforeValidator(split_numbers)]
+Labels = Annotated[list[str] | None, BeforeValidator(labels)]
+
+
 @mcp.tool(description="Draw a line, bar, scatter or pie chart and save it as a PNG file.", annotations=_MAKES)
 async def make_chart(
     ctx: Context,
     kind: ChartKind,
     title: str = "",
-    series: Annotated[dict[str, list[float]] | None, Field(
-        description="Named series, {label: [numbers]}. For a pie, one series (with x_labels) "
-                    "or one number per label.", max_length=MAX_SERIES)] = None,
-    x: Annotated[list[float] | None, Field(description="X positions (line/scatter), or with y "
-                                                      "for a single series.", max_length=MAX_POINTS)] = None,
-    y: Annotated[list[float] | None, Field(description="Y values of a single series.",
-                                           max_length=MAX_POINTS)] = None,
-    x_labels: Annotated[list[str] | None, Field(description="Category names along the x axis, "
-                                                             "or pie slice names.", max_length=MAX_POINTS)] = None,
+    series: ChartSeries = None,
+    x: Annotated[Numbers, Field(description="X positions (line/scatter), or with y "
+                                            "for a single series.", max_length=MAX_POINTS)] = None,
+    y: Annotated[Numbers, Field(description="Y values of a single series.", max_length=MAX_POINTS)] = None,
+    x_labels: Annotated[Labels, Field(description="Category names along the x axis, "
+                                                  "or pie slice names.", max_length=MAX_POINTS)] = None,
     x_label: str | None = None,
     y_label: str | None = None,
     name: FileName = None,
 ) -> Annotated[CallToolResult, SavedFile]:
+    try:
+        data = chart_data(series, x_labels, name=y_label or "value")
+    except ArtefactError as exc:
+        raise ToolError(str(exc)) from None
+    points = data.series if data else None
+    names = data.x_labels if data else x_labels
+    where = data.x if data and data.x is not None else x
+
     def build() -> bytes:
-        return artefacts.chart(kind, title, series, x=x, y=y, x_labels=x_labels, x_label=x_label, y_label=y_label)
+        return artefacts.chart(kind, title, points, x=where, y=y, x_labels=names, x_label=x_label, y_label=y_label)
 
     return await _make_and_save(ctx, build, "png", name or title, "chart")
 
