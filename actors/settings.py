@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     # gets 503 with Retry-After and a background one waits. 0: a quarter of the machine's
     # memory over 200 MiB each, 4 to 256 (actors/session/admission.py).
     iriis_session_max_live: int = Field(default=0, ge=0, le=4096)
+    # Memory on (the default) or off: off, no memory block reaches the prompt and nothing is
+    # learned from turns (the memory tools are mcp.yaml's to switch off).
+    iriis_memory: bool = True
     # Backpressure: HTTP requests one gateway replica handles at once before it answers 503
     # with Retry-After (WebSockets are not counted).
     iriis_gateway_max_ongoing: int = Field(default=200, ge=1)

@@ -89,8 +89,28 @@ def test_memory_notebook(filled: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "query: where does Zofia live?" in out and "Zofia lives in Krakow" in out
 
 
-def test_evaluation_notebook(filled: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _eval_record(id_: str, ok: bool, memory: bool, multi: bool, first: float, tool: bool) -> dict:
+    return {"id": id_, "category": "memory" if multi else "reminders", "tags": [], "multi_session": multi,
+            "memory": memory, "ok": ok, "run": "20261207T0300",
+            "checks": [{"at": "end", "kind": "reply", "ok": ok, "why": "reply as expected" if ok else
+                        "the reply has none of ['Tomás']: \"I don't know.\""}],
+            "steps": [{"say": "What's my brother's name?", "conversation": "b", "reply": "I don't know." if not ok
+                       else "Tomás.", "tools": [], "first_sentence_s": first, "tool_turn": tool, "error": None}]}
+
+
+def test_evaluation_notebook(filled: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    results = tmp_path / "agent_eval-20261207T0300.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in [
+        _eval_record("memory-brother", True, True, True, 2.0, False),
+        _eval_record("memory-brother", False, False, True, 1.0, False),
+        _eval_record("remind-9", True, True, False, 6.0, True)]))
+    monkeypatch.setenv("IRIIS_EVAL_RESULTS", str(results))
     out = run("evaluation.ipynb", monkeypatch, filled)
+    assert "3 scenario records" in out
+    assert "memory               1/1   100.0%" in out and "reminders            1/1   100.0%" in out
+    assert "'on_pct': 100.0" in out and "'off_pct': 0.0" in out and "'margin_points': 100.0" in out
+    assert "'tool': {'n': 1, 'p50': 6.0" in out
+    assert "memory-brother [memory, memory off]" in out and "I don't know." in out
     assert "1/2 corrected" in out and "0/1 corrected" in out
     assert "active  selected=1   " in out and "[calendar] Plan Tuesday around the owner's run" in out
     assert "reflection outcomes: {'applied': 2, 'unparsed': 1}" in out

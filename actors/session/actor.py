@@ -83,6 +83,9 @@ class SessionConfig(BaseModel):
     # recently used idle one is let go. 0: derived from the memory (actors/session/admission.py).
     max_live: int = 0
     prefer_resource: str = ""
+    # Off (IRIIS_MEMORY=off): no memory block in the prompt and nothing learned from turns; the
+    # agent evaluation measures what memory adds with the same scenarios run both ways.
+    memory: bool = True
 
 
 class SessionNotFound(Exception):
@@ -226,7 +229,8 @@ class SessionActor:
         return [m.model_dump() for m in await self.store.list_messages(self.core.session_id)]
 
     def state(self) -> dict[str, Any]:
-        return turns.state(self.core, self.desk, self.confirmations, self._started)
+        # `learning`: reflection and playbook work still running after the last reply.
+        return {**turns.state(self.core, self.desk, self.confirmations, self._started), "learning": len(self._learning)}
 
     def has_message(self, message_id: str) -> bool:
         return any(m.id == message_id for m in self.core.history)
@@ -326,7 +330,7 @@ class SessionActor:
         try:
             request, person = await turns.prepare(self.store, self.core, turn, message, attended, shared_encoder,
                                                   session=ray.get_runtime_context().current_actor, sources=sources,
-                                                  work_only=work_only,
+                                                  work_only=work_only, memory=self.config.memory,
                                                   later=lambda work: self._background(work, "memory_use"))
         except BaseException:
             self.durable.begin(turn)
@@ -334,7 +338,7 @@ class SessionActor:
         mark("session.prepared", self.core.session_id)
         # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
         async with aclosing(self._agent_events(request, lambda: self.durable.begin(turn))) as events:
-            await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID)
+            await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID and self.config.memory)
 
     async def _agent_events(self, request: TurnRequest, sent: Callable[[], object]) -> AsyncIterator[TurnEvent]:
         """The AgentLoop's stream; stopped there too if this turn stops reading early. `sent`

@@ -115,7 +115,7 @@ class TurnDesk:
 
 async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, attended: bool,
                   encoder: Callable[[], Awaitable[Any]], session: Any = None,
-                  sources: list[str] | None = None, work_only: bool = False,
+                  sources: list[str] | None = None, work_only: bool = False, memory: bool = True,
                   later: Callable[[Awaitable[Any]], None] | None = None) -> tuple[TurnRequest, int]:
     """The AgentLoop's request for this turn, and whose turn it is. The user's message is
     already in `core`'s history; `session` is the handle the AgentLoop asks confirmations of.
@@ -132,11 +132,11 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
     at once opened a second one for every turn (18 ms a turn on PostgreSQL). Memory is the
     owner's: other people's conversations neither see nor feed it, so theirs read none. Marking
     the chosen items used is handed to `later` when given (a counter and a log line, off the
-    path to the first sentence)."""
+    path to the first sentence). With `memory` off nothing is read from it."""
     now = time.time()
     async with store.engine.connect() as conn:
         person, device = await conversation_person(store, core.session_id, conn)
-        read = await read_memory(store, conn) if person == OWNER_ID else None
+        read = await read_memory(store, conn) if person == OWNER_ID and memory else None
     mark("session.read", core.session_id)
     chosen = (await choose_memory(store, message, now, encoder=await encoder(), read=read) if read is not None
               else MemoryChoice("", [], []))

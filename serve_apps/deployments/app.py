@@ -23,7 +23,7 @@ def session_config(settings: Settings, database_url: str) -> SessionConfig:
                          prefer_resource=settings.iriis_session_prefer_resource,
                          cold_starts=settings.iriis_session_cold_starts,
                          start_wait=settings.iriis_session_start_wait,
-                         max_live=settings.iriis_session_max_live)
+                         max_live=settings.iriis_session_max_live, memory=settings.iriis_memory)
 
 
 def build_app(settings: Settings, database_url: str, key_hashes: list[str],

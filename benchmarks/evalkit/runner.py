@@ -1,0 +1,220 @@
+"""Running scenarios through a real server, as its owner would: `POST /v1/chat` streamed,
+files uploaded with `POST /v1/files`, confirmations answered, and the outcomes read back from
+the API (`/v1/tasks`, `/v1/calls`, `/v1/memory`, `/v1/files`, `/v1/audit`).
+
+Scenarios share one server, so each reads only what it made: tasks and calls newer than its
+start, the files its own turns made, the audit of its own conversations. A scenario that reads
+memory (it spans conversations, is about memory, or checks it) starts from an empty memory once
+what earlier scenarios were still learning has landed, and with memory on, what a step taught
+is waited for before another conversation reads it and before the checks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import httpx
+
+from benchmarks.evalkit.checks import Seen, StepSeen, Verdict, check
+from benchmarks.evalkit.scenario import Scenario, Step
+
+STATE_KINDS = ("task", "no_task", "memory", "no_memory", "file", "no_action")
+MEMORY_KINDS = ("memory", "no_memory")
+
+
+def uses_memory(scenario: Scenario) -> bool:
+    """Whether the scenario reads memory: it spans conversations, is about memory, or checks it."""
+    kinds = {e.kind for e in [*scenario.expect, *(x for s in scenario.steps for x in s.expect)]}
+    return scenario.multi_session or scenario.category == "memory" or bool(kinds & set(MEMORY_KINDS))
+
+
+def iter_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Server-sent events as (type, data)."""
+    event, data = "message", ""
+    for line in response.iter_lines():
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data += line[5:].strip()
+        elif line == "" and data:
+            yield event, json.loads(data)
+            event, data = "message", ""
+
+
+class Runner:
+    """Runs scenarios one after another against the server `client` talks to (its base URL
+    and owner key set). `memory`: whether this run has memory on (the server's setting)."""
+
+    def __init__(self, client: httpx.Client, memory: bool = True, pin: str | None = None,
+                 turn_timeout: float = 300.0, learn_timeout: float = 240.0, tz: str = "UTC") -> None:
+        self.client = client
+        self.memory = memory
+        self.pin = pin
+        self.turn_timeout = turn_timeout
+        self.learn_timeout = learn_timeout
+        self.tz = tz
+        self._earlier: set[str] = set()   # conversations of earlier scenarios (maybe still learning)
+
+    # -- reading the server back ---------------------------------------------------------------
+
+    def _data(self, path: str, **params: Any) -> list[dict[str, Any]]:
+        resp = self.client.get(path, params=params)
+        resp.raise_for_status()
+        return resp.json()["data"]
+
+    def _marks(self) -> dict[str, int]:
+        """The newest id of each kind of thing, before the scenario makes any."""
+        def top(path: str) -> int:
+            return max((int(r["id"]) for r in self._data(path, limit=1000)), default=0)
+        return {"tasks": top("/v1/tasks"), "calls": top("/v1/calls")}
+
+    def _state(self, marks: dict[str, int], sessions: set[str], steps: list[StepSeen]) -> Seen:
+        tasks = [{"kind": t["kind"], "text": t["title"], "goal": t.get("goal", ""), "next_run": t.get("next_run"),
+                  "repeat": t.get("repeat"), "status": t.get("status")}
+                 for t in self._data("/v1/tasks", limit=1000) if int(t["id"]) > marks["tasks"]]
+        tasks += [{"kind": "call", "text": c.get("reason", ""), "goal": c.get("opening") or "", "next_run": c.get("at"),
+                   "repeat": c.get("repeat"), "status": c.get("status")}
+                  for c in self._data("/v1/calls", limit=1000) if int(c["id"]) > marks["calls"]]
+        memory = [m["text"] for m in self._data("/v1/memory", active="true", limit=2000)]
+        files = [self._file(i) for s in steps for i in s.files]
+        audit = [a for a in self._data("/v1/audit", limit=1000) if a.get("session_id") in sessions]
+        return Seen(steps=list(steps), tasks=tasks, memory=memory, files=files, audit=audit, tz=self.tz)
+
+    def _file(self, file_id: int) -> dict[str, Any]:
+        """A made file's name and type, from its download's headers (the body is not read)."""
+        with self.client.stream("GET", f"/v1/files/{file_id}") as resp:
+            found = re.search(r'filename\*?=(?:UTF-8\'\')?"?([^";]+)', resp.headers.get("content-disposition", ""))
+            name = unquote(found.group(1)) if found else ""
+            return {"id": file_id, "name": name, "mime": resp.headers.get("content-type", "")}
+
+    def clear_memory(self) -> int:
+        """Forget every memory item (so one scenario's facts cannot answer another's)."""
+        gone = 0
+        for item in self._data("/v1/memory", limit=2000):
+            if self.client.delete(f"/v1/memory/{item['id']}").status_code in (200, 204):
+                gone += 1
+        return gone
+
+    def wait_settled(self, session_id: str) -> None:
+        """Until the conversation has no turn running and no learning under way."""
+        deadline = time.monotonic() + self.learn_timeout
+        while time.monotonic() < deadline:
+            resp = self.client.get(f"/v1/sessions/{session_id}/state")
+            if resp.status_code == 404:
+                return
+            state = resp.json()
+            if not state.get("running") and not state.get("learning"):
+                return
+            time.sleep(0.5)
+
+    # -- one step ------------------------------------------------------------------------------
+
+    def _upload(self, step: Step, base: Path | None) -> list[str]:
+        tokens = []
+        for a in step.attach:
+            data = a.text.encode() if a.text is not None else ((base or Path(".")) / str(a.path)).read_bytes()
+            resp = self.client.post("/v1/files", files={"file": (a.name, data)})
+            resp.raise_for_status()
+            tokens.append(resp.json()["attachment"])
+        return tokens
+
+    def _answer(self, confirm: dict[str, Any], approve: bool) -> None:
+        body: dict[str, Any] = {"approve": approve}
+        if approve and confirm.get("needs_pin") and self.pin:
+            body["pin"] = self.pin
+        self.client.post(f"/v1/confirmations/{confirm['id']}", json=body)
+
+    def send(self, step: Step, session_id: str | None, base: Path | None) -> StepSeen:
+        seen = StepSeen(say=step.say, conversation=step.conversation)
+        message = "\n".join([step.say, *self._upload(step, base)])
+        body: dict[str, Any] = {"message": message}
+        if session_id:
+            body["session_id"] = session_id
+        seen.sent_at = time.time()
+        began = time.monotonic()
+        starts: dict[str, dict[str, Any]] = {}
+        try:
+            with self.client.stream("POST", "/v1/chat", json=body, timeout=self.turn_timeout) as resp:
+                if resp.status_code != 200:
+                    seen.error = f"HTTP {resp.status_code}: {resp.read()[:300]!r}"
+                    return seen
+                for kind, data in iter_events(resp):
+                    if kind == "session":
+                        seen.session_id = data.get("session_id", seen.session_id)
+                    elif kind == "sentence" and seen.first_sentence_s is None:
+                        seen.first_sentence_s = time.monotonic() - began
+                    elif kind == "tool":
+                        if data.get("status") == "start":
+                            starts[data["name"]] = data.get("arguments") or {}
+                        else:
+                            seen.tools.append({"name": data["name"], "status": data.get("status"),
+                                               "arguments": starts.pop(data["name"], {})})
+                            seen.files += [int(f) for f in data.get("files") or []]
+                    elif kind == "confirm":
+                        seen.confirmations += 1
+                        self._answer(data, step.confirm)
+                    elif kind == "done":
+                        seen.reply = data.get("text", "")
+                        seen.session_id = data.get("session_id", seen.session_id)
+                    elif kind == "error":
+                        seen.error = f"{data.get('code')}: {data.get('message')}"
+        except httpx.HTTPError as exc:
+            seen.error = f"{type(exc).__name__}: {exc}"
+        seen.total_s = time.monotonic() - began
+        if seen.first_sentence_s is None and seen.reply:
+            seen.first_sentence_s = seen.total_s
+        return seen
+
+    # -- one scenario --------------------------------------------------------------------------
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        """Run `scenario`; its record: every check's verdict, the steps as seen, timings."""
+        began = time.monotonic()
+        about_memory = uses_memory(scenario)
+        if self.memory and about_memory:
+            # A clean slate: what earlier scenarios are still learning lands first, then goes.
+            for session_id in self._earlier:
+                self.wait_settled(session_id)
+            self._earlier.clear()
+            self.clear_memory()
+        marks = self._marks()
+        sessions: dict[str, str] = {}
+        steps: list[StepSeen] = []
+        verdicts: list[tuple[str, Verdict]] = []
+        for n, step in enumerate(scenario.steps):
+            seen = self.send(step, sessions.get(step.conversation), scenario.base_dir())
+            steps.append(seen)
+            if seen.session_id:
+                sessions.setdefault(step.conversation, seen.session_id)
+            following = scenario.steps[n + 1] if n + 1 < len(scenario.steps) else None
+            # What this step taught memory is what a later conversation (or a check) reads.
+            if seen.session_id and self.memory and about_memory and (
+                    following is None or following.conversation != step.conversation):
+                self.wait_settled(seen.session_id)
+            if step.expect:
+                state = self._state(marks, set(sessions.values()), steps) if any(
+                    e.kind in STATE_KINDS for e in step.expect) else Seen(steps=list(steps), tz=self.tz)
+                verdicts += [(f"step {n + 1}", check(e, state, seen)) for e in step.expect]
+        self._earlier |= set(sessions.values())
+        expected = scenario.expect if self.memory or scenario.expect_without_memory is None \
+            else scenario.expect_without_memory
+        if expected:
+            state = self._state(marks, set(sessions.values()), steps)
+            verdicts += [("end", check(e, state)) for e in expected]
+        return {
+            "id": scenario.id, "category": scenario.category, "tags": scenario.tags,
+            "multi_session": scenario.multi_session, "memory": self.memory,
+            "ok": bool(verdicts) and all(v.ok for _, v in verdicts),
+            "checks": [{"at": at, "kind": v.kind, "ok": v.ok, "why": v.why} for at, v in verdicts],
+            "steps": [{"say": s.say, "conversation": s.conversation, "reply": s.reply, "tools": s.tools,
+                       "confirmations": s.confirmations, "first_sentence_s": s.first_sentence_s,
+                       "total_s": round(s.total_s, 2), "error": s.error,
+                       "tool_turn": bool(s.tools)} for s in steps],
+            "seconds": round(time.monotonic() - began, 2),
+        }
