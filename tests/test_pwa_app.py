@@ -576,17 +576,20 @@ async def test_a_pushed_call_rings_through_the_service_worker_with_answer_and_de
     # The open page rings in-page, and the worker shows the persistent notification with both actions.
     await page.locator("#ringing").wait_for(state="visible", timeout=WAIT_MS)
     assert "the pushed call" in await page.locator("#ringing").text_content()
+    # The worker shows its notification on its own time (the page rang first in one CI run): wait for it.
+    tag = f"call-{call.id}"
+    await page.wait_for_function("""async (tag) => (await (await navigator.serviceWorker.ready)
+        .getNotifications({ tag })).length > 0""", arg=tag, timeout=WAIT_MS)
     shown = await page.evaluate("""async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag }))
         .map((n) => ({ title: n.title, body: n.body, actions: n.actions.map((a) => a.action), sticky: n.requireInteraction }))""",
-                                f"call-{call.id}")
+                                tag)
     assert shown == [{"title": "Iriis is calling", "body": "the pushed call", "actions": ["answer", "decline"],
                       "sticky": True}]
     # The call ended elsewhere: the notification closes and the page stops ringing.
     await push(ended_notice(call.model_copy(update={"status": "declined"}), config))
     await page.locator("#ringing").wait_for(state="hidden", timeout=WAIT_MS)
-    left = await page.evaluate("async (tag) => (await (await navigator.serviceWorker.ready).getNotifications({ tag })).length",
-                               f"call-{call.id}")
-    assert left == 0
+    await page.wait_for_function("""async (tag) => (await (await navigator.serviceWorker.ready)
+        .getNotifications({ tag })).length === 0""", arg=tag, timeout=WAIT_MS)
     await page.request.post(server.url + f"/v1/calls/{call.id}/cancel")
 
 
