@@ -166,3 +166,19 @@ def test_found_expressions_evaluate() -> None:
 )
 def test_format_number(value: float, expected: str) -> None:
     assert format_number(value) == expected
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("15% of 80", 12), ("17.5% * 240", 42), ("17.5% of 240", 42), ("20% + 5", 5.2), ("15 % of 80", 12),
+    ("10 % 3", 1), ("10%3", 1),            # modulo stays modulo
+])
+def test_percentages_as_people_write_them(expression: str, expected: float) -> None:
+    assert evaluate(expression) == pytest.approx(expected)
+
+
+def test_words_are_named_with_how_to_write_the_expression() -> None:
+    with pytest.raises(CalcError) as refused:
+        evaluate("5 miles * 1.60934 kilometers per mile")
+    message = str(refused.value)
+    assert "miles" in message and "'5 * 1.60934'" in message
+    assert evaluate("1.5e3 + 1") == 1501

@@ -438,3 +438,17 @@ async def test_an_answer_only_step_on_a_chatml_model_has_a_grammar_for_its_first
     _text, requests = await ask([{"role": "user", "content": "what is 12*7?"}])
     await client.aclose()
     assert requests == [] and "schema" in server.requests[-1][1]["response_format"]
+
+
+def test_a_tool_whose_call_failed_may_be_called_again_in_the_turn() -> None:
+    from actors.providers.local.adapter import _rounds_this_turn
+
+    def call(id_: str, name: str) -> dict:
+        return {"role": "assistant", "tool_calls": [{"id": id_, "function": {"name": name, "arguments": "{}"}}]}
+
+    failed = '<tool_output untrusted="true" from="core.calculate">\nerror: cannot calculate \'15% of 80\'\n</tool_output>'
+    messages = [{"role": "user", "content": "what is 15% of 80 and the time?"},
+                call("c1", "calculate"), {"role": "tool", "tool_call_id": "c1", "content": failed},
+                call("c2", "current_time"), {"role": "tool", "tool_call_id": "c2", "content": "<tool_output>12:00"}]
+    rounds, called = _rounds_this_turn(messages)
+    assert rounds == 2 and called == {"current_time"}

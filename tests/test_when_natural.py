@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from actors.scheduler import tasks, when
+from actors.common import when
+from actors.scheduler import tasks
 from actors.store.store import Store
 
 PARIS = ZoneInfo("Europe/Paris")
@@ -209,3 +210,26 @@ def test_the_tools_take_a_repeat_alone_or_a_repeat_written_as_the_time(monkeypat
     assert first is not None and datetime.fromtimestamp(first, PARIS).replace(tzinfo=None) == at(8, 9)
     with pytest.raises(server.ToolError, match="not a time I can read"):
         server._schedule("at teatime", None, NOW)
+    # What small models write in `repeat` to say there is none is a one-off, not an error.
+    for none in ("once", "None", "no", "never", "null"):
+        first, repeat = server._schedule("tomorrow at 9", none, NOW)
+        assert repeat is None and datetime.fromtimestamp(first, PARIS).replace(tzinfo=None) == at(8, 9)
+
+
+def test_date_arithmetic_reads_dates_as_people_write_them() -> None:
+    import datetime as dt
+
+    from actors.common.when import natural_moment
+    from actors.tools.servers.core import date_add_text, date_diff_text, parse_moment
+
+    zone = ZoneInfo("Europe/Paris")
+    now = dt.datetime(2026, 12, 7, 14, 5, tzinfo=zone)
+    assert parse_moment("07 December 2026", zone, now) == dt.date(2026, 12, 7)
+    assert parse_moment("December 25", zone, now) == dt.date(2026, 12, 25)
+    assert parse_moment("30 days", zone, now) == dt.date(2027, 1, 6)
+    assert natural_moment("in 30 days", now, zone) == dt.date(2027, 1, 6)
+    assert natural_moment("2 weeks ago", now, zone) == dt.date(2026, 11, 23)
+    assert natural_moment("3 March", now, zone) == dt.date(2026, 3, 3)   # the past is fine here
+    assert natural_moment("teatime", now, zone) is None
+    assert "18 days" in date_diff_text("today", "December 25", zone)
+    assert "2027-01-06" in date_add_text("07 December 2026", zone, days=30)

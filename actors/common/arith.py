@@ -62,6 +62,14 @@ _BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
+# A percentage as people write it: "15% of 80", and "17.5%" standing for 0.175 where a number
+# ends with % and no operand follows it at once ("10 % 3" and "10%3" stay modulo).
+_PERCENT_OF_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\s+", re.IGNORECASE)
+_PERCENT_ALONE = re.compile(r"(\d+(?:\.\d+)?)%(?=\s*(?:$|[-+*/)×÷]|\s(?!\s*[\d(.])))")
+# Words the calculator does not know, named in its refusal so the caller can write them out.
+_WORD = re.compile(r"(?<![\d.])[A-Za-z_]\w*")   # not an exponent's e (1.5e3)
+
+
 def _normalise(expression: str) -> str:
     text = expression.strip()
     text = text.replace("×", "*").replace("÷", "/").replace("^", "**")
@@ -69,7 +77,14 @@ def _normalise(expression: str) -> str:
     # "x" as multiply only between operands, so names like "exp" survive.
     text = re.sub(r"(?<=[\d)\s])\s*[xX]\s*(?=[\d(.])", "*", text)
     text = _THOUSANDS.sub("", text)
+    text = _PERCENT_OF_NUMBER.sub(r"(\1/100)*", text)
+    text = _PERCENT_ALONE.sub(r"(\1/100)", text)
     return text
+
+
+def _unknown_words(text: str) -> list[str]:
+    known = {*_FUNCTIONS, *_CONSTANTS}
+    return [w for w in _WORD.findall(text) if w not in known]
 
 
 def _check_power(base: Number, exponent: Number) -> None:
@@ -160,10 +175,16 @@ def evaluate(expression: str) -> Number:
     text = _normalise(expression)
     if not text:
         raise CalcError("empty expression")
+    words = _unknown_words(text)
+    if words:
+        # Units and prose ("5 miles * 1.60934 kilometers per mile"): say what to send instead.
+        raise CalcError(f"unsupported syntax: words the calculator does not read ({', '.join(words[:4])}); send only numbers, "
+                        "operators and functions, e.g. '5 * 1.60934' for 5 miles in km or '15% of 80'")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError):
-        raise CalcError(f"unsupported syntax: {expression.strip()}") from None
+        raise CalcError(f"unsupported syntax: {expression.strip()}; write it like '(12.5 * 4) / 3', "
+                        "'sqrt(2)' or '15% of 80'") from None
     except RecursionError:
         raise CalcError("expression nested too deeply") from None
     try:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from actors.notify import call_store
 from actors.scheduler import tasks
-from actors.scheduler.when import looks_like_repeat
+from actors.common.when import looks_like_repeat
 from actors.store.store import Store
 from actors.tools.servers.files import store_lifespan
 
@@ -43,11 +43,13 @@ _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempote
 _CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 When = Annotated[str | None, Field(max_length=80, description=(
-    "when, in the owner's time zone, as a person says it: 'in 20 minutes', '7pm', 'tomorrow at 9', "
-    "'next Monday morning', '24 December at 18:00', or ISO 8601 like 2026-12-01T17:00"))]
+    "when, copied from the person's own words ('in 20 minutes', '7pm', 'tomorrow at 9', 'next Monday "
+    "morning', '24 December at 18:00'); do not work out a date yourself. ISO 8601 also works"))]
 Repeat = Annotated[str | None, Field(max_length=80, description=(
-    "to repeat: 'every weekday at 8', 'daily at 9', 'every Monday at 9', 'weekly on Friday at 17:00', "
-    "'every morning', 'every 30 minutes', 'hourly', or cron like '0 9 * * 1-5'"))]
+    "only when the person asks for a repeat: 'every weekday at 8', 'daily at 9', 'every Monday at 9', "
+    "'every 30 minutes', or cron like '0 9 * * 1-5'; leave it out for a one-off"))]
+# What a small model writes in `repeat` to say there is none.
+NO_REPEAT = {"", "once", "one time", "none", "no", "never", "false", "null", "0", "n/a", "one-off", "single"}
 
 
 class TaskLine(BaseModel):
@@ -80,6 +82,8 @@ def _schedule(at: str | None, repeat: str | None, now: float) -> tuple[float | N
     ("every weekday at 8") with no `repeat` is taken as the repeat: small models put it there.
     With a repeat and no time, the first run is the repeat's next time (a cron's next match)."""
     zone = tasks.owner_timezone()
+    if repeat is not None and repeat.strip().lower().strip(".'\"") in NO_REPEAT:
+        repeat = None   # "once", "none", "no": small models fill the field to say there is none
     try:
         schedule = tasks.parse_repeat(repeat) if repeat and repeat.strip() else None
     except tasks.InvalidRepeat as exc:
@@ -153,9 +157,10 @@ async def schedule_call(
                                                                       "the owner picks up")] = None,
     repeat: Repeat = None,
 ) -> str:
-    """Call the owner: their phone and browser ring at the time (Web Push, ntfy, Telegram, the
-    desktop), and answering opens a voice conversation with you. Unanswered after two minutes it
-    is a missed call."""
+    """Ring the owner's phone yourself, only when they ask you to call them ("call me at 8"); "remind
+    me to call someone" is a reminder (remind). Their phone and browser ring at the time (Web Push,
+    ntfy, Telegram, the desktop), and answering opens a voice conversation with you. Unanswered
+    after two minutes it is a missed call."""
     now = time.time()
     first, schedule = _schedule(at, repeat, now)
     call = await call_store.create_call(_store(ctx), first or now, reason.strip(), now,

@@ -27,9 +27,9 @@ import sqlalchemy as sa
 from croniter import croniter
 from pydantic import BaseModel
 
-from actors.scheduler.when import UNITS, duration, natural_cron, normalise
-from actors.scheduler.when import local_time as local_time  # re-exported: callers use tasks.local_time
-from actors.scheduler.when import parse_when as parse_when  # re-exported: callers use tasks.parse_when
+from actors.common.when import UNITS, duration, natural_cron, normalise
+from actors.common.when import local_time as local_time  # re-exported: callers use tasks.local_time
+from actors.common.when import parse_when as parse_when  # re-exported: callers use tasks.parse_when
 from actors.store import schema
 from actors.store.models import new_id
 from actors.store.store import Store

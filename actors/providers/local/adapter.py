@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -100,15 +101,23 @@ class Lanes:
             self.quiet.set()
 
 
+_FAILED = re.compile(r"^(?:<tool_output[^>]*>\s*)?error:", re.I)
+
+
 def _rounds_this_turn(messages: list[dict[str, Any]]) -> tuple[int, set[str]]:
-    """Tool rounds since the person's message, and the tools already called in them."""
-    rounds, called = 0, set()
+    """Tool rounds since the person's message, and the tools already called in them that
+    answered. A tool whose call failed may be called again (within MAX_TOOL_ROUNDS): its error
+    says how to write the arguments, and a small model's second try usually follows it."""
+    rounds, names, failed = 0, {}, set()
     for m in reversed(messages):
         if m.get("role") == "user":
             break
         if m.get("role") == "assistant" and m.get("tool_calls"):
             rounds += 1
-            called |= {c["function"]["name"] for c in m["tool_calls"]}
+            names.update({c.get("id", ""): c["function"]["name"] for c in m["tool_calls"]})
+        elif m.get("role") == "tool" and _FAILED.match(str(m.get("content") or "")):
+            failed.add(m.get("tool_call_id", ""))
+    called = {name for call_id, name in names.items() if call_id not in failed}
     return rounds, called
 
 

@@ -22,6 +22,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from actors.common.arith import CalcError, evaluate, format_number
+from actors.common.when import natural_moment
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,11 @@ def parse_moment(text: str, zone: ZoneInfo, now: dt.datetime | None = None) -> d
             return dt.date.fromisoformat(cleaned)
         moment = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ToolError(f"could not read the date {text!r}: use YYYY-MM-DD, YYYY-MM-DDTHH:MM, "
-                        "now, today, tomorrow, yesterday or a weekday name") from None
+        found = natural_moment(cleaned, now, zone)
+        if found is None:
+            raise ToolError(f"could not read the date {text!r}: use YYYY-MM-DD, YYYY-MM-DDTHH:MM, now, today, "
+                            "tomorrow, a weekday name, '24 December 2026' or 'in 30 days'") from None
+        return found
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
 
 

@@ -218,6 +218,31 @@ def _natural(text: str, local_now: datetime, zone: ZoneInfo) -> datetime | None:
     return next((c for c in choices if c >= local_now), choices[-1])
 
 
+def natural_moment(text: str, now: datetime, zone: ZoneInfo) -> date | datetime | None:
+    """A date (or date-time) for date arithmetic, past or future, as people and small models
+    write it: "07 December 2026", "3 March", "December 25", "in 30 days", "30 days"
+    (from now), "2 weeks ago". A date-only answer when no time of day was given; None when
+    nothing reads. Unlike `parse_when` it never refuses the past."""
+    cleaned = normalise(text)
+    ago = re.fullmatch(r"(.+?)\s+ago", cleaned)
+    span = duration(ago.group(1)) if ago else _relative(cleaned)
+    if span is not None:
+        moment = now + timedelta(seconds=-span if ago else span)
+        return moment.date() if span % 86400 == 0 else moment.replace(microsecond=0)
+    if not cleaned or re.fullmatch(r"[\d.]+", cleaned):
+        return None
+    from dateparser.date import DateDataParser  # heavy; only natural dates need it
+
+    settings = {"RELATIVE_BASE": now.astimezone(zone).replace(tzinfo=None), "TIMEZONE": zone.key,
+                "RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": "current_period",
+                "RETURN_TIME_AS_PERIOD": True}
+    found = DateDataParser(languages=["en"], settings=settings).get_date_data(cleaned)
+    if found.date_obj is None:
+        return None
+    when = found.date_obj.astimezone(zone)
+    return when.replace(microsecond=0) if found.period == "time" else when.date()
+
+
 def looks_like_repeat(text: str) -> bool:
     """Whether `text` reads as a repeat ("every weekday at 8", "daily", "Mondays at 9"), not a time."""
     return _REPEAT_HINT.match(normalise(text)) is not None
