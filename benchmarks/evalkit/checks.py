@@ -31,6 +31,7 @@ class StepSeen:
     files: list[int] = field(default_factory=list)              # ids of files its tools made
     first_sentence_s: float | None = None
     total_s: float = 0.0
+    busy_503s: int = 0                        # answers 503 waited out before the turn began
     error: str | None = None
 
 

@@ -15,6 +15,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -130,6 +131,25 @@ class Runner:
             body["pin"] = self.pin
         self.client.post(f"/v1/confirmations/{confirm['id']}", json=body)
 
+    @contextmanager
+    def _chat(self, body: dict[str, Any], began: float, seen: StepSeen) -> Iterator[httpx.Response | None]:
+        """`POST /v1/chat`, streamed. A 503 with Retry-After (every conversation process busy) is
+        waited out and sent again, as a client should, up to the turn's timeout; the wait counts
+        in the step's times and in `busy_503s`. None (with `seen.error`) for any other refusal."""
+        while True:
+            with self.client.stream("POST", "/v1/chat", json=body, timeout=self.turn_timeout) as resp:
+                if resp.status_code == 200:
+                    yield resp
+                    return
+                retry = resp.headers.get("retry-after")
+                text = resp.read()[:300]
+                if resp.status_code != 503 or retry is None or time.monotonic() - began > self.turn_timeout:
+                    seen.error = f"HTTP {resp.status_code}: {text!r}"
+                    yield None
+                    return
+            seen.busy_503s += 1
+            time.sleep(max(0.5, float(retry)))
+
     def send(self, step: Step, session_id: str | None, base: Path | None) -> StepSeen:
         seen = StepSeen(say=step.say, conversation=step.conversation)
         message = "\n".join([step.say, *self._upload(step, base)])
@@ -140,9 +160,8 @@ class Runner:
         began = time.monotonic()
         starts: dict[str, dict[str, Any]] = {}
         try:
-            with self.client.stream("POST", "/v1/chat", json=body, timeout=self.turn_timeout) as resp:
-                if resp.status_code != 200:
-                    seen.error = f"HTTP {resp.status_code}: {resp.read()[:300]!r}"
+            with self._chat(body, began, seen) as resp:
+                if resp is None:
                     return seen
                 for kind, data in iter_events(resp):
                     if kind == "session":
@@ -214,6 +233,7 @@ class Runner:
             "checks": [{"at": at, "kind": v.kind, "ok": v.ok, "why": v.why} for at, v in verdicts],
             "steps": [{"say": s.say, "conversation": s.conversation, "reply": s.reply, "tools": s.tools,
                        "confirmations": s.confirmations, "first_sentence_s": s.first_sentence_s,
+                       "busy_503s": s.busy_503s,
                        "total_s": round(s.total_s, 2), "error": s.error,
                        "tool_turn": bool(s.tools)} for s in steps],
             "seconds": round(time.monotonic() - began, 2),

@@ -44,5 +44,6 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
                              "plain_p50": pct(plain, 0.5), "plain_p95": pct(plain, 0.95),
                              "tool_turns": len(tool), "plain_turns": len(plain)},
         "first_after_serving_s": round(statistics.median(firsts), 2) if firsts else None,
+        "busy_503s": sum(s.get("busy_503s", 0) for r in main for s in r["steps"]),
         "failed": [r["id"] for r in main if not r["ok"]],
     }
