@@ -452,3 +452,18 @@ def test_a_tool_whose_call_failed_may_be_called_again_in_the_turn() -> None:
                 call("c2", "current_time"), {"role": "tool", "tool_call_id": "c2", "content": "<tool_output>12:00"}]
     rounds, called = _rounds_this_turn(messages)
     assert rounds == 2 and called == {"current_time"}
+
+
+def test_a_reminder_does_not_offer_the_phone_call_tool() -> None:
+    """A 1.5B model offered schedule_call for "remind me in 45 minutes to..." rang instead of
+    reminding (agent evaluation, 2026-12-07): its description must not share a reminder's words."""
+    import inspect
+
+    from actors.providers.local.cues import named
+    from actors.scheduler import server
+
+    call = {"function": {"name": "schedule_call", "description": inspect.getdoc(server.schedule_call)}}
+    for message in ("In 45 minutes, remind me to take the laundry out", "Remind me in 10 minutes to stretch",
+                    "Ping me in half an hour about the tea"):
+        assert not named(call, message), message
+    assert named(call, "Call me tomorrow at 8am to wake me up")

@@ -157,10 +157,11 @@ async def schedule_call(
                                                                       "the owner picks up")] = None,
     repeat: Repeat = None,
 ) -> str:
-    """Ring the owner's phone yourself, only when they ask you to call them ("call me at 8"); "remind
-    me to call someone" is a reminder (remind). Their phone and browser ring at the time (Web Push,
-    ntfy, Telegram, the desktop), and answering opens a voice conversation with you. Unanswered
-    after two minutes it is a missed call."""
+    """Ring the owner's phone yourself, only when they ask to be rung ("call me at 8"). Their phone
+    and browser ring at the time (Web Push, ntfy, Telegram, the desktop), and answering opens a
+    voice conversation with you; unanswered, it is a missed call."""
+    # Its words are kept apart from remind's: the local model is offered a tool whose description
+    # shares two words with the message (actors/providers/local/cues.py).
     now = time.time()
     first, schedule = _schedule(at, repeat, now)
     call = await call_store.create_call(_store(ctx), first or now, reason.strip(), now,
