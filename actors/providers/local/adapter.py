@@ -30,7 +30,7 @@ import httpx
 
 from actors.common.text import last_user_messages
 from actors.providers.local import choice as choosing
-from actors.providers.local import chatml, learning, profile, transcript
+from actors.providers.local import chatml, grounding, learning, profile, transcript
 from actors.providers.local.catalog import renders_chatml, writes_asks
 from actors.providers.local.status import LocalStatus
 from actors.providers.local.transcript import Renderings
@@ -253,7 +253,11 @@ class LocalModelProvider:
         if rendered is not None and call is None and (reader.done or (end is not None and end.finish_reason == "stop")):
             self._read_ahead(inner, model, rendered + reader.raw + chatml.NEXT_USER)
         if call is not None:
-            yield ToolCall(id=f"local_{rounds}_{call.name}", name=call.name, arguments=call.arguments)
+            # The person's own words for a time, not the date the model worked out (grounding.py).
+            parameters = next(((t.get("function") or {}).get("parameters") or {} for t in allowed
+                               if choosing.tool_name(t) == call.name), {})
+            arguments = grounding.ground(call.arguments, parameters, message)
+            yield ToolCall(id=f"local_{rounds}_{call.name}", name=call.name, arguments=arguments)
         yield StreamEnd(finish_reason="tool_calls" if call else (end.finish_reason if end else "stop"),
                         provider="local", model=model)
 

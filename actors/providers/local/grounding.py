@@ -1,0 +1,74 @@
+"""The person's own words for a time, given to a tool in place of the date a small model worked
+out itself.
+
+Asked "remind me on Friday at 5pm", Qwen2.5-Coder-1.5B writes `at: "2026-12-07T17:00"` (today,
+not Friday), and for "at 7pm" writes "20:00" (agent evaluation, 2026-12-07): the arithmetic on
+dates is where it goes wrong, while the tools read "on Friday at 5pm" right. So when a call has
+an `at` argument and the person's message holds exactly one time, their phrase is what the tool
+gets, when the model gave a time at all. Several times, a repeat ("every Sunday at 6pm"), or
+none: the model's own value stays.
+Pure, no Ray.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from actors.common.when import _relative, looks_like_repeat, normalise, parse_when
+
+TIME_ARGUMENT = "at"
+_LEAD = re.compile(r"\b(?:in|after)\s+")
+_REPEAT_WORDS = re.compile(r"\b(every|each|daily|weekly|hourly|monthly|weekdays|weekends|mondays|tuesdays|"
+                           r"wednesdays|thursdays|fridays|saturdays|sundays)\b", re.I)
+_NOW = 1_800_000_000.0   # any fixed time: a phrase is kept only if it reads at all
+
+
+def _relative_phrases(text: str) -> list[str]:
+    """Each "in <span>" whose span is a duration ("in 45 minutes", "in half an hour"), longest."""
+    found = []
+    for lead in _LEAD.finditer(text):
+        words = text[lead.end():].split()
+        best = None
+        for k in range(1, min(6, len(words)) + 1):
+            span = " ".join(words[:k]).rstrip(",.;:!?")
+            if _relative(f"in {span}") is not None:
+                best = f"in {span}"
+        if best:
+            found.append(best)
+    return found
+
+
+def person_time(message: str) -> str | None:
+    """The one time the message names, in its own words; None when it names none, several, or a
+    repeat."""
+    if _REPEAT_WORDS.search(message) or looks_like_repeat(message):
+        return None
+    text = normalise(message)
+    relative = _relative_phrases(text)
+    if relative:
+        return relative[0] if len(relative) == 1 else None
+    from dateparser.search import search_dates  # heavy; only calls with a time need it
+
+    found = search_dates(text, languages=["en"], settings={"PREFER_DATES_FROM": "future"}) or []
+    phrases = [re.sub(r"^(?:and|but|then)\s+", "", p.strip(" ,.")) for p, _ in found]
+    phrases = [p for p in phrases if re.search(r"[a-z]", p) or ":" in p]   # not a bare number
+    if len(phrases) != 1:
+        return None
+    try:
+        parse_when(phrases[0], _NOW)
+    except ValueError:
+        return None
+    return phrases[0]
+
+
+def ground(arguments: dict[str, Any], parameters: dict[str, Any], message: str) -> dict[str, Any]:
+    """`arguments` with the time argument replaced by the person's own phrase where there is one."""
+    if TIME_ARGUMENT not in (parameters.get("properties") or {}) or not message:
+        return arguments
+    if not str(arguments.get(TIME_ARGUMENT) or "").strip():
+        return arguments   # the model gave no time ("now", or a task about a time): none is added
+    phrase = person_time(message)
+    if phrase is None:
+        return arguments
+    return {**arguments, TIME_ARGUMENT: phrase}

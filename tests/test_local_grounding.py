@@ -1,0 +1,48 @@
+"""The person's own words for a time reach the tool in place of the date the local model worked
+out (actors/providers/local/grounding.py): one time in the message, and only then."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.providers.local.grounding import ground, person_time
+
+REMIND = {"type": "object", "properties": {"text": {"type": "string"}, "at": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("message, phrase", [
+    ("Remind me on Friday at 5pm to book the restaurant", "on friday at 5pm"),
+    ("Ping me in half an hour about the tea", "in half an hour"),
+    ("Remind me at 7pm to take my vitamins", "at 7pm"),
+    ("In 45 minutes, remind me to take the laundry out", "in 45 minutes"),
+    ("Remind me tomorrow at 9 to call the bank", "tomorrow at 9"),
+    ("Remind me next Monday morning to submit the report", "next monday morning"),
+    ("Set a reminder for tomorrow 08:15 to leave for the train", "tomorrow 08:15"),
+    ("Call me in twenty minutes about the meeting", "in 20 minutes"),
+])
+def test_the_one_time_a_message_names(message: str, phrase: str) -> None:
+    assert person_time(message) == phrase
+
+
+@pytest.mark.parametrize("message", [
+    "Remind me in 1 hour to call Ana and in 2 hours to call Ben",    # two times: the model's own
+    "Remind me every Sunday at 6pm to plan the week",                # a repeat
+    "Remind me to call mom",                                         # none
+    "Remind me yesterday at 9am to call Bob",                        # the past: left to the tool
+])
+def test_no_single_time_leaves_the_models_value(message: str) -> None:
+    assert person_time(message) is None
+    assert ground({"text": "x", "at": "2026-12-07T17:00"}, REMIND, message)["at"] == "2026-12-07T17:00"
+
+
+def test_only_a_tool_with_a_time_argument_is_touched() -> None:
+    message = "Remind me on Friday at 5pm to book the restaurant"
+    assert ground({"text": "book", "at": "2026-12-07T17:00:00"}, REMIND, message) == {
+        "text": "book", "at": "on friday at 5pm"}
+    calc = {"type": "object", "properties": {"expression": {"type": "string"}}}
+    assert ground({"expression": "5*17"}, calc, message) == {"expression": "5*17"}
+
+
+def test_a_call_without_a_time_gets_none_added() -> None:
+    message = "Write me a short report about the 5pm meeting"
+    assert ground({"text": "report"}, REMIND, message) == {"text": "report"}
