@@ -46,3 +46,14 @@ def test_only_a_tool_with_a_time_argument_is_touched() -> None:
 def test_a_call_without_a_time_gets_none_added() -> None:
     message = "Write me a short report about the 5pm meeting"
     assert ground({"text": "report"}, REMIND, message) == {"text": "report"}
+
+
+def test_a_repeat_the_model_gave_is_the_persons_and_its_next_time_comes_first() -> None:
+    schema = {"type": "object", "properties": {"text": {}, "at": {}, "repeat": {}}}
+    said = "Remind me every Sunday at 6pm to plan the week"
+    assert ground({"text": "plan", "at": "2026-12-07T18:00", "repeat": "weekly"}, schema, said) == {
+        "text": "plan", "repeat": "every sunday at 6pm"}
+    assert ground({"text": "mail", "at": "08:00", "repeat": "daily"}, schema,
+                  "Remind me every weekday at 8 to check my email")["repeat"] == "every weekday at 8"
+    # The model gave no repeat: it is not added.
+    assert "repeat" not in ground({"text": "plan", "at": "18:00"}, schema, said)

@@ -15,9 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from actors.common.when import _relative, looks_like_repeat, normalise, parse_when
+from actors.common.when import _relative, looks_like_repeat, natural_cron, normalise, parse_when
 
 TIME_ARGUMENT = "at"
+REPEAT_ARGUMENT = "repeat"
+# A repeat as people say it, up to what the reminder is for ("... to plan the week") or a stop.
+_REPEAT_SPAN = re.compile(r"\b(?:every|each|daily|weekly|weekdays|weekends)\b.*?(?=\s+to\s|\s+remind|[,;!?]|\.\s|\.?$)")
 _LEAD = re.compile(r"\b(?:in|after)\s+")
 _REPEAT_WORDS = re.compile(r"\b(every|each|daily|weekly|hourly|monthly|weekdays|weekends|mondays|tuesdays|"
                            r"wednesdays|thursdays|fridays|saturdays|sundays)\b", re.I)
@@ -62,10 +65,24 @@ def person_time(message: str) -> str | None:
     return phrases[0]
 
 
+def person_repeat(message: str) -> str | None:
+    """The one repeat the message names ("every Sunday at 6pm"), in its words, if it reads as one."""
+    found = [m.group(0).strip() for m in _REPEAT_SPAN.finditer(normalise(message))]
+    if len(found) != 1 or natural_cron(found[0]) is None:
+        return None
+    return found[0]
+
+
 def ground(arguments: dict[str, Any], parameters: dict[str, Any], message: str) -> dict[str, Any]:
-    """`arguments` with the time argument replaced by the person's own phrase where there is one."""
-    if TIME_ARGUMENT not in (parameters.get("properties") or {}) or not message:
+    """`arguments` with the time argument replaced by the person's own phrase where there is one;
+    for a repeat the model gave, the person's repeat, whose next time is the first run."""
+    properties = parameters.get("properties") or {}
+    if TIME_ARGUMENT not in properties or not message:
         return arguments
+    if REPEAT_ARGUMENT in properties and str(arguments.get(REPEAT_ARGUMENT) or "").strip():
+        repeat = person_repeat(message)
+        if repeat is not None:
+            return {**{k: v for k, v in arguments.items() if k != TIME_ARGUMENT}, REPEAT_ARGUMENT: repeat}
     if not str(arguments.get(TIME_ARGUMENT) or "").strip():
         return arguments   # the model gave no time ("now", or a task about a time): none is added
     phrase = person_time(message)
