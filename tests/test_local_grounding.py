@@ -28,7 +28,6 @@ def test_the_one_time_a_message_names(message: str, phrase: str) -> None:
     "Remind me in 1 hour to call Ana and in 2 hours to call Ben",    # two times: the model's own
     "Remind me every Sunday at 6pm to plan the week",                # a repeat
     "Remind me to call mom",                                         # none
-    "Remind me yesterday at 9am to call Bob",                        # the past: left to the tool
 ])
 def test_no_single_time_leaves_the_models_value(message: str) -> None:
     assert person_time(message) is None
@@ -57,3 +56,7 @@ def test_a_repeat_the_model_gave_is_the_persons_and_its_next_time_comes_first() 
                   "Remind me every weekday at 8 to check my email")["repeat"] == "every weekday at 8"
     # The model gave no repeat: it is not added.
     assert "repeat" not in ground({"text": "plan", "at": "18:00"}, schema, said)
+
+
+def test_a_time_in_the_past_goes_to_the_tool_which_refuses_it() -> None:
+    assert person_time("Remind me yesterday at 9am to call Bob") == "yesterday at 9am"

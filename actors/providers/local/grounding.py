@@ -13,9 +13,11 @@ Pure, no Ray.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from actors.common.when import _relative, looks_like_repeat, natural_cron, normalise, parse_when
+from actors.common.when import _relative, looks_like_repeat, natural_cron, natural_moment, normalise, parse_when
 
 TIME_ARGUMENT = "at"
 REPEAT_ARGUMENT = "repeat"
@@ -61,7 +63,10 @@ def person_time(message: str) -> str | None:
     try:
         parse_when(phrases[0], _NOW)
     except ValueError:
-        return None
+        # A time in the past still goes to the tool, which says so ("yesterday at 9am").
+        when = datetime.fromtimestamp(_NOW, timezone.utc)
+        if natural_moment(phrases[0], when, ZoneInfo("UTC")) is None:
+            return None
     return phrases[0]
 
 
