@@ -60,3 +60,19 @@ def test_a_repeat_the_model_gave_is_the_persons_and_its_next_time_comes_first() 
 
 def test_a_time_in_the_past_goes_to_the_tool_which_refuses_it() -> None:
     assert person_time("Remind me yesterday at 9am to call Bob") == "yesterday at 9am"
+
+
+CHART = {"type": "object", "properties": {"kind": {}, "series": {}, "x": {}, "y": {}, "x_labels": {}}}
+
+
+def test_a_chart_call_that_dropped_the_numbers_gets_the_persons_pairs() -> None:
+    said = "Make a pie chart of my budget: rent 1200, food 400, transport 150, fun 250"
+    sent = {"kind": "pie", "series": "rent, food, transport, fun", "x_labels": "Rent, Food, Transport, Fun"}
+    assert ground(sent, CHART, said) == {"kind": "pie", "series": "rent 1200, food 400, transport 150, fun 250"}
+    lines = "Bar chart please:\nApples 5\nPears 3\nPlums 8"
+    assert ground({"kind": "bar", "series": "Apples, Pears, Plums", "x": "Fruits", "y": "Quantity"}, CHART,
+                  lines) == {"kind": "bar", "series": "Apples 5\nPears 3\nPlums 8"}
+    # Numbers the model did send are kept, and a message without pairs changes nothing.
+    kept = {"kind": "bar", "series": {"rain": [40, 32, 55]}, "x_labels": ["Jan", "Feb", "Mar"]}
+    assert ground(kept, CHART, "Make a bar chart of rainfall: Jan 40, Feb 32, Mar 55") == kept
+    assert ground({"kind": "bar", "series": "a, b"}, CHART, "Make me a chart") == {"kind": "bar", "series": "a, b"}

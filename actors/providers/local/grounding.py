@@ -1,5 +1,5 @@
-"""The person's own words for a time, given to a tool in place of the date a small model worked
-out itself.
+"""The person's own words for a time (and their own numbers for a chart), given to a tool in
+place of what a small model worked out or dropped.
 
 Asked "remind me on Friday at 5pm", Qwen2.5-Coder-1.5B writes `at: "2026-12-07T17:00"` (today,
 not Friday), and for "at 7pm" writes "20:00" (agent evaluation, 2026-12-07): the arithmetic on
@@ -21,6 +21,9 @@ from actors.common.when import _relative, looks_like_repeat, natural_cron, natur
 
 TIME_ARGUMENT = "at"
 REPEAT_ARGUMENT = "repeat"
+SERIES_ARGUMENT = "series"
+# "rent 1200", "Jan: 40", "Q1 10k": a label, then its number.
+_PAIR = re.compile(r"[A-Za-z][\w'&-]*(?:\s+[A-Za-z][\w'&-]*){0,3}\s*[:=-]?\s*-?\$?\d[\d,]*(?:\.\d+)?")
 # A repeat as people say it, up to what the reminder is for ("... to plan the week") or a stop.
 _REPEAT_SPAN = re.compile(r"\b(?:every|each|daily|weekly|weekdays|weekends)\b.*?(?=\s+to\s|\s+remind|[,;!?]|\.\s|\.?$)")
 _LEAD = re.compile(r"\b(?:in|after)\s+")
@@ -78,10 +81,35 @@ def person_repeat(message: str) -> str | None:
     return found[0]
 
 
+def person_pairs(message: str) -> str | None:
+    """The label/number pairs the message gives ("rent 1200, food 400", one per line), as text
+    from its last colon (or whole), when there are at least two of them."""
+    data = message.rsplit(":", 1)[-1] if ":" in message else message
+    return data.strip() if len(_PAIR.findall(data)) >= 2 else None
+
+
+def _no_digits(value: Any) -> bool:
+    return not re.search(r"\d", str(value if value is not None else ""))
+
+
+def ground_chart(arguments: dict[str, Any], message: str) -> dict[str, Any]:
+    """A chart call whose data holds no number at all (the model kept the labels and dropped the
+    values: "rent, food, transport, fun") gets the person's own pairs as its series."""
+    if not _no_digits(arguments.get(SERIES_ARGUMENT)) or not _no_digits(arguments.get("y")):
+        return arguments
+    pairs = person_pairs(message)
+    if pairs is None:
+        return arguments
+    kept = {k: v for k, v in arguments.items() if k not in ("x", "y", "x_labels") or not _no_digits(v)}
+    return {**kept, SERIES_ARGUMENT: pairs}
+
+
 def ground(arguments: dict[str, Any], parameters: dict[str, Any], message: str) -> dict[str, Any]:
     """`arguments` with the time argument replaced by the person's own phrase where there is one;
     for a repeat the model gave, the person's repeat, whose next time is the first run."""
     properties = parameters.get("properties") or {}
+    if SERIES_ARGUMENT in properties and message:
+        return ground_chart(arguments, message)
     if TIME_ARGUMENT not in properties or not message:
         return arguments
     if REPEAT_ARGUMENT in properties and str(arguments.get(REPEAT_ARGUMENT) or "").strip():
