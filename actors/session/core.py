@@ -225,7 +225,8 @@ class SessionCore:
 def system_prompt(now: float | None = None) -> str:
     stamp = time.strftime("%A %d %B %Y, %H:%M UTC", time.gmtime(now or time.time()))
     return (
-        "You are Iriis, the owner's personal agent. Answer in short, natural spoken sentences; "
+        "You are Iriis, the owner's personal agent, talking with them: call them \"you\", never \"the owner\". "
+        "Answer in short, natural spoken sentences; "
         "the first sentence should be useful on its own because it is spoken while you keep "
         "writing. Use tools for arithmetic and the time instead of guessing, and never claim an "
         f"action you did not perform with a tool. It is now {stamp}."
