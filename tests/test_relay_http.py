@@ -28,6 +28,29 @@ pytestmark = pytest.mark.ray
 BASE = "http://127.0.0.1:7433"
 
 
+def _pid(actor_self: Any) -> int:
+    return os.getpid()
+
+
+async def kill_and_wait_for_restart(actor: Any, timeout: float = 120.0) -> None:
+    """ray.kill returns before the old process is gone, so a call made at once can still reach
+    it (a loaded clean-clone run saw one do so, not yet restarted). Wait until a new process
+    answers."""
+    from ray.exceptions import RayActorError
+
+    before = await actor.__ray_call__.remote(_pid)
+    ray.kill(actor, no_restart=False)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            if await actor.__ray_call__.remote(_pid) != before:
+                return
+        except RayActorError:
+            pass   # dying or restarting: ask again
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the relay actor was not restarted within {timeout:.0f} s")
+
+
 class Relay:
     def __init__(self, service: RelayService, client: httpx.AsyncClient, clock: Clock) -> None:
         self.service, self.client, self.clock = service, client, clock
@@ -353,7 +376,7 @@ async def test_a_batch_sent_again_after_its_actor_died_committing_is_not_stored_
     first = await actor.post.remote(posts)
     # Killed as if at the instant after the commit, before its answer got out: Ray restarts
     # it in place, and the same posts (same tokens) arrive again.
-    ray.kill(actor, no_restart=False)
+    await kill_and_wait_for_restart(actor)
     again = await through_restart(lambda: actor.post.remote(posts))
     assert [e.seq for e in again] == [e.seq for e in first] == [1, 2]
     assert again == first
@@ -380,7 +403,7 @@ async def test_an_upload_sent_again_after_its_actor_died_committing_is_stored_an
     tmp.write_bytes(b"a,b\n1,2\n")
     now = relay.service.now()
     first = await actor.put_file.remote("report.csv", 8, "text/csv", str(tmp), now, "upload-token-1")
-    ray.kill(actor, no_restart=False)
+    await kill_and_wait_for_restart(actor)
     again = await through_restart(lambda: actor.put_file.remote("report.csv", 8, "text/csv", str(tmp), now,
                                                                 "upload-token-1"))
     assert again == first and first.seq == 1
@@ -408,7 +431,7 @@ async def test_an_upload_whose_actor_died_between_moving_and_committing_it_is_st
     final.parent.mkdir(parents=True, exist_ok=True)
     # What the dying attempt left: the spooled file moved into place, nothing in the log.
     final.write_bytes(b"moved, not committed")
-    ray.kill(actor, no_restart=False)
+    await kill_and_wait_for_restart(actor)
     again = await through_restart(lambda: actor.put_file.remote(
         "notes.txt", 20, "text/plain", str(spool / "upload-2"), relay.service.now(), "upload-token-2"))
     assert again.seq == 2 and again.metadata["file"]["name"] == "notes.txt"
