@@ -113,7 +113,7 @@ def duration(text: str) -> float | None:
     return total if pos else None
 
 
-def _relative(text: str) -> float | None:
+def relative_seconds(text: str) -> float | None:
     """Seconds from now in "in 20 minutes", "10 min from now", "20 minutes later" or a bare "20 minutes"."""
     span = re.sub(r"^(?:in|after)\s+", "", text)
     span = re.sub(r"\s+(?:from\s+now|later|time)$", "", span)
@@ -181,15 +181,24 @@ def _day(text: str, local_now: datetime, zone: ZoneInfo) -> tuple[date, datetime
     of day the pre-pass did not. None when it names no day."""
     if not text or re.fullmatch(r"[\d.]+", text):
         return None  # a bare number is an hour, a day or a year; dateparser guesses
+    read = _dateparser(text, local_now, zone, "future")
+    if read is None:
+        return None
+    when, timed = read
+    return when.date(), (when if timed else None)
+
+
+def _dateparser(text: str, now: datetime, zone: ZoneInfo, prefer: str) -> tuple[datetime, bool] | None:
+    """dateparser's reading of `text` relative to `now` in the owner's zone (`prefer`: "future" or
+    "current_period"), and whether it read a time of day; None when it reads nothing."""
     from dateparser.date import DateDataParser  # heavy; only natural times need it
 
-    settings = {"RELATIVE_BASE": local_now.replace(tzinfo=None), "TIMEZONE": zone.key,
-                "RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": "future", "RETURN_TIME_AS_PERIOD": True}
+    settings = {"RELATIVE_BASE": now.astimezone(zone).replace(tzinfo=None), "TIMEZONE": zone.key,
+                "RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": prefer, "RETURN_TIME_AS_PERIOD": True}
     found = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
     if found.date_obj is None:
         return None
-    when = found.date_obj.astimezone(zone)
-    return when.date(), (when if found.period == "time" else None)
+    return found.date_obj.astimezone(zone), found.period == "time"
 
 
 def _at(day: date, hour: int, minute: int, zone: ZoneInfo, next_day: bool = False) -> datetime:
@@ -225,22 +234,17 @@ def natural_moment(text: str, now: datetime, zone: ZoneInfo) -> date | datetime 
     nothing reads. Unlike `parse_when` it never refuses the past."""
     cleaned = normalise(text)
     ago = re.fullmatch(r"(.+?)\s+ago", cleaned)
-    span = duration(ago.group(1)) if ago else _relative(cleaned)
+    span = duration(ago.group(1)) if ago else relative_seconds(cleaned)
     if span is not None:
         moment = now + timedelta(seconds=-span if ago else span)
         return moment.date() if span % 86400 == 0 else moment.replace(microsecond=0)
     if not cleaned or re.fullmatch(r"[\d.]+", cleaned):
         return None
-    from dateparser.date import DateDataParser  # heavy; only natural dates need it
-
-    settings = {"RELATIVE_BASE": now.astimezone(zone).replace(tzinfo=None), "TIMEZONE": zone.key,
-                "RETURN_AS_TIMEZONE_AWARE": True, "PREFER_DATES_FROM": "current_period",
-                "RETURN_TIME_AS_PERIOD": True}
-    found = DateDataParser(languages=["en"], settings=settings).get_date_data(cleaned)
-    if found.date_obj is None:
+    read = _dateparser(cleaned, now, zone, "current_period")
+    if read is None:
         return None
-    when = found.date_obj.astimezone(zone)
-    return when.replace(microsecond=0) if found.period == "time" else when.date()
+    when, timed = read
+    return when.replace(microsecond=0) if timed else when.date()
 
 
 def looks_like_repeat(text: str) -> bool:
@@ -284,7 +288,7 @@ def parse_when(text: str, now: float, tz: ZoneInfo | None = None) -> float:
             at = (iso if iso.tzinfo else iso.replace(tzinfo=zone)).timestamp()
         except ValueError:
             pass
-    if at is None and (span := _relative(lowered)) is not None:
+    if at is None and (span := relative_seconds(lowered)) is not None:
         at = now + span
     if at is None and (natural := _natural(lowered, local_now, zone)) is not None:
         at = natural.timestamp()

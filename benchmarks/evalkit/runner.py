@@ -11,7 +11,6 @@ is waited for before another conversation reads it and before the checks.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import httpx
 
 from benchmarks.evalkit.checks import Seen, StepSeen, Verdict, check
 from benchmarks.evalkit.scenario import Scenario, Step
+from tests.sse import iter_events  # the suite's own SSE reader (benchmarks/load.py reuses tests/ too)
 
 STATE_KINDS = ("task", "no_task", "memory", "no_memory", "file", "no_action")
 MEMORY_KINDS = ("memory", "no_memory")
@@ -33,19 +33,6 @@ def uses_memory(scenario: Scenario) -> bool:
     """Whether the scenario reads memory: it spans conversations, is about memory, or checks it."""
     kinds = {e.kind for e in [*scenario.expect, *(x for s in scenario.steps for x in s.expect)]}
     return scenario.multi_session or scenario.category == "memory" or bool(kinds & set(MEMORY_KINDS))
-
-
-def iter_events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Server-sent events as (type, data)."""
-    event, data = "message", ""
-    for line in response.iter_lines():
-        if line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data += line[5:].strip()
-        elif line == "" and data:
-            yield event, json.loads(data)
-            event, data = "message", ""
 
 
 class Runner:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from actors.common.when import _relative, looks_like_repeat, natural_cron, natural_moment, normalise, parse_when
+from actors.common.when import looks_like_repeat, natural_cron, natural_moment, normalise, parse_when, relative_seconds
 
 TIME_ARGUMENT = "at"
 REPEAT_ARGUMENT = "repeat"
@@ -40,7 +40,7 @@ def _relative_phrases(text: str) -> list[str]:
         best = None
         for k in range(1, min(6, len(words)) + 1):
             span = " ".join(words[:k]).rstrip(",.;:!?")
-            if _relative(f"in {span}") is not None:
+            if relative_seconds(f"in {span}") is not None:
                 best = f"in {span}"
         if best:
             found.append(best)
