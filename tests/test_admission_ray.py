@@ -15,6 +15,7 @@ import ray
 from actors.common.names import NAMESPACE, live_actors_async
 from actors.common.restart import open_conversation
 from actors.session.actor import SessionConfig
+from actors.session.events import Sentence, TurnResult
 from actors.session.pool import SLOT, registry
 from actors.session.start_queue import SessionsBusy
 from tests.test_pool import config, until  # noqa: F401 (`config` is the pool tests' fixture)
@@ -210,3 +211,84 @@ async def test_camera_streams_and_devices_hold_places_under_the_same_cap(config:
     assert ("user", "hello idle-1") in [(m["role"], m["content"]) for m in await back.messages.remote()]
     for actor in standing:
         ray.kill(actor)
+
+
+@ray.remote(num_cpus=0)
+class Reflections:
+    """The agent's reflection, held until the test lets it finish; it notes what it reflected on."""
+
+    def __init__(self) -> None:
+        self.opened = asyncio.Event()
+        self.done: list[str] = []
+
+    async def reflect(self, exchange: dict[str, Any]) -> None:
+        await self.opened.wait()
+        self.done.append(exchange["user"])
+
+    async def open(self) -> None:
+        self.opened.set()
+
+    def finished(self) -> list[str]:
+        return self.done
+
+
+class AnsweringStream:
+    """A turn's stream from the agent: one sentence, then the result."""
+
+    def __aiter__(self) -> Any:
+        return self._events()
+
+    async def _events(self) -> Any:
+        reply = "I will remember that the tomatoes need water at seven."
+        yield Sentence(text=reply, index=0)
+        yield TurnResult(text=reply)
+
+    def cancel(self) -> None:
+        pass
+
+
+class LearningAgent:
+    """The AgentLoop handle's shape: turns answer at once; reflection waits on `Reflections`."""
+
+    def __init__(self, reflections: Any) -> None:
+        self.reflections = reflections
+
+    def options(self, **_: Any) -> LearningAgent:
+        return self
+
+    @property
+    def run(self) -> LearningAgent:
+        return self
+
+    def remote(self, _request: Any) -> AnsweringStream:
+        return AnsweringStream()
+
+    @property
+    def reflect(self) -> Any:
+        return self.reflections.reflect
+
+
+async def test_a_conversation_still_learning_makes_room_once_its_reflection_is_done(config: SessionConfig) -> None:
+    reflections = Reflections.remote()
+    capped = config.model_copy(update={"max_live": 1, "spares": 0, "cold_starts": 1, "idle_seconds": 300.0,
+                                       "memory": True})
+    reg = await registry(capped, LearningAgent(reflections))
+    learner = await reg.acquire.remote("learner")
+    assert await learner.open.remote(True, "chat") == "chat"
+    events = await say(learner, "My tomatoes need water every evening at seven.")
+    assert events[-1].type == "done", events
+    await until(lambda: learner.state.remote(), lambda s: s["learning"] == 1, timeout=30)
+    # Its turn is over, only its reflection is pending: a person's new conversation is not sent
+    # away, and the learner waits for its reflection before it goes.
+    async def acquire() -> Any:
+        return await reg.acquire.remote("newcomer", 30.0)
+
+    newcomer = asyncio.create_task(acquire())
+    await until(lambda: reg.state.remote(), lambda s: s["releasing"] == 1, timeout=60)
+    assert await reflections.finished.remote() == []
+    assert not newcomer.done()
+    await reflections.open.remote()
+    fresh = await asyncio.wait_for(newcomer, 120)
+    assert await fresh.open.remote(True, "chat") == "chat"
+    assert await reflections.finished.remote() == ["My tomatoes need water every evening at seven."]
+    assert (await reg.state.remote())["released"] == 1

@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 SEND_WAIT = 0.02
 # A released actor ends itself this long after answering (the pool ends it at once anyway).
 RELEASE_EXIT_DELAY = 1.0
+# The longest a conversation asked to make room waits for its reflection to finish; past it the
+# conversation stays, and the newcomer is told when to come back.
+RELEASE_LEARNING_WAIT = 20.0
 
 
 async def sent_or_later(stream: Any, timeout: float) -> None:
@@ -145,7 +148,12 @@ class SessionActor:
             await self._safe_flush()
 
     def _busy(self) -> bool:
-        return bool(self.desk.busy or len(self.confirmations) or self._learning
+        return self._working() or bool(self._learning)
+
+    def _working(self) -> bool:
+        """A turn, a confirmation or a summary under way (what keeps the process from going
+        even when room is needed); learning from a finished turn is not counted here."""
+        return bool(self.desk.busy or len(self.confirmations)
                     or (self._summarizing and not self._summarizing.done()))
 
     async def _idle_timer(self) -> None:
@@ -173,15 +181,23 @@ class SessionActor:
 
     async def activity(self) -> float | None:
         """Seconds since this conversation was last used, or None while it is busy: the pool
-        lets the least recently used idle conversation go when it needs room."""
-        return None if self._busy() else self.idle.idle_for()
+        lets the least recently used idle conversation go when it needs room. One whose turn
+        is over but whose reflection is still running reports 0 s, so it goes last."""
+        if self._working():
+            return None
+        return 0.0 if self._learning else self.idle.idle_for()
 
     async def release(self) -> bool:
         """The pool needs this process's room (actors/session/admission.py): exit as an idle
         conversation does, unless a turn is running or work is pending (False, nothing done).
-        True once it is on its way out; the pool may end it at once after that answer."""
-        if self._busy():
+        Learning from the last turn is let finish first (up to RELEASE_LEARNING_WAIT s): an
+        exit would cut it off. True once it is on its way out; the pool may end it at once."""
+        if self._working():
             return False
+        if self._learning:
+            await asyncio.wait(set(self._learning), timeout=RELEASE_LEARNING_WAIT)
+            if self._busy():
+                return False
         return await self._leave("released to make room for another conversation", delay=RELEASE_EXIT_DELAY)
 
     async def _safe_flush(self) -> bool:

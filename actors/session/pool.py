@@ -199,11 +199,16 @@ class SessionRegistry:
     async def _from_spares(self, session_id: str) -> Any | None:
         while self.spare:
             handle = self.spare.pop(0)
+            # The next spare waits for this one's first turn from now, not from the adoption's
+            # answer: a spare whose warm-up ended meanwhile would start the next one at once.
+            self._after = handle
             try:
                 if await handle.adopt.remote(session_id) == session_id:
                     return handle
             except RayActorError:
-                continue  # a spare that died while waiting
+                pass  # a spare that died while waiting
+            if self._after is handle:
+                self._after = None
         return None
 
     async def _cold_start(self, session_id: str, bound: float | None) -> Any:
@@ -357,7 +362,7 @@ class SessionRegistry:
                 "start_wait_seconds": self.config.start_wait,
                 "wait_seconds_now": round(self._clock.wait(self._queued, at_once), 2),
                 "max_live": self.book.cap, "released": self.book.released, "waiting_for_room": self.book.waiting,
-                "streams": len(self.book.streams)}
+                "releasing": len(self.book.releasing), "streams": len(self.book.streams)}
 
     async def close(self) -> int:
         """End the spares (the CLI, at shutdown); live conversations exit on their own."""

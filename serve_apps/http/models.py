@@ -205,6 +205,7 @@ class SessionPoolPublic(BaseModel):
     released: int
     waiting_for_room: int   # background newcomers waiting at the cap for a conversation to end
     streams: int = 0        # camera streams and connected devices holding places under the cap
+    releasing: int = 0      # idle conversations asked to go for room, not gone yet
 
 
 class LinkPreview(Open):
