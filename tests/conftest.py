@@ -205,8 +205,9 @@ def client(server, model):
         yield c
 
 
-# The device servers' timers, short so their limits are reached in seconds.
-HELLO_S, CALL_S, EVENT_S, SILENCE_S, PING_S = 3.0, 3.0, 4.0, 6.0, 1.5
+# The device servers' timers, short so their limits are reached in seconds; the silence limit
+# leaves room for a server slowed by the other worker (6 s closed devices that answered every ping).
+HELLO_S, CALL_S, EVENT_S, SILENCE_S, PING_S = 3.0, 3.0, 4.0, 12.0, 2.0
 # No MCP server at all: a paired device's tools must reach the agent without one.
 DEVICE_MCP_YAML = """
 servers:
@@ -217,8 +218,9 @@ servers:
 
 @pytest.fixture(scope="session")
 def device_server(scripted, tmp_path_factory) -> Iterator:
-    """One server, with short device timers, for the device modules (test_devices_agent, _desktop,
-    _protocol; the last of them stops it with its restart test)."""
+    """One server, with short device timers and no hosted speech, for the device modules
+    (test_devices_agent, _desktop, _protocol) and the voice pipeline's (test_voice_e2e); the
+    restart test, marked `last_in_group`, stops it after all of them."""
     from tests.server_proc import ServerProcess, scripted_env, set_pin
 
     home = tmp_path_factory.mktemp("home-devices")
@@ -226,7 +228,8 @@ def device_server(scripted, tmp_path_factory) -> Iterator:
         home, scripted.base_url, OWNER_KEY, DEVICE_MCP_YAML,
         IRIIS_DEVICE_HELLO_SECONDS=str(HELLO_S), IRIIS_DEVICE_CALL_SECONDS=str(CALL_S),
         IRIIS_DEVICE_EVENT_SECONDS=str(EVENT_S), IRIIS_DEVICE_SILENCE_SECONDS=str(SILENCE_S),
-        IRIIS_DEVICE_PING_SECONDS=str(PING_S), IRIIS_SESSION_IDLE_SECONDS=IDLE_S)).start()
+        IRIIS_DEVICE_PING_SECONDS=str(PING_S), IRIIS_SESSION_IDLE_SECONDS=IDLE_S,
+        IRIIS_PROVIDERS="", IRIIS_PROVIDER_TIMEOUT="10")).start()
     set_pin(proc, OWNER_PIN)
     close_with_group("device_server", proc.kill)
     yield proc

@@ -25,9 +25,9 @@ SHARED_SERVERS = ("server", "device_server", "ray_session")
 # times): the heaviest are handed out first, so the run ends on light groups that even out the
 # two workers; a group missing here counts as 0 and keeps its collection order.
 GROUP_COST = {
-    "server": 400, "device_server": 147, "tests/test_relay_e2e.py": 83, "tests/test_multinode.py": 74,
+    "server": 400, "device_server": 206, "tests/test_relay_e2e.py": 83, "tests/test_multinode.py": 74,
     "tests/test_local_model_qwen.py": 68, "tests/test_backpressure.py": 65, "ray_session": 85,
-    "tests/test_e2e_offline.py": 60, "tests/test_voice_e2e.py": 59, "tests/test_local_model_e2e.py": 44,
+    "tests/test_e2e_offline.py": 60, "tests/test_local_model_e2e.py": 44,
     "tests/test_e2e_calls.py": 42, "tests/test_serve_deploy.py": 31, "tests/test_local_model_llama.py": 27,
     "tests/test_notify_channels.py": 16, "tests/test_fault_relay.py": 14, "tests/test_calls_machine.py": 13,
     "tests/test_notify_outbox.py": 12,
@@ -70,8 +70,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif group == "ray_session":
             item.add_marker(pytest.mark.ray)
     # Each group's tests in one block (the closers below rely on it), heaviest group first; the
-    # sort is stable, so a group keeps its own order (the device restart test stays last).
-    items.sort(key=lambda item: (-GROUP_COST.get(g := groups[item.nodeid], 0), first_seen[g]))
+    # sort is stable, so a group keeps its own order, except that a test marked `last_in_group`
+    # (one that stops its shared server) goes after the rest of its group.
+    items.sort(key=lambda item: (-GROUP_COST.get(g := groups[item.nodeid], 0), first_seen[g],
+                                 item.get_closest_marker("last_in_group") is not None))
     path = os.environ.get(GROUPS_FILE)
     if path and hasattr(config, "workerinput"):
         # Every worker collects the same tests; each writes the whole map, whole, by a rename.

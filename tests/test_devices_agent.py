@@ -80,7 +80,7 @@ async def wait_offered(server, model, name: str, headers: dict[str, str], path: 
     """Ask until a turn is offered (or no longer offered) the tool; the turn's tool list is
     cached for up to 2 s, so a device that just connected joins within that."""
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(120):
             while True:
                 model.enqueue(so.text("ok"))
                 response = await client.post(path, json={"message": message}, headers=headers)

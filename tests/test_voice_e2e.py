@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -81,16 +80,10 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def voice_server(scripted, tmp_path_factory) -> Iterator[Any]:
-    """A server with no hosted speech configured: the offline engines do it all."""
-    from tests.server_proc import ServerProcess, scripted_env, set_pin
-
-    home = tmp_path_factory.mktemp("home-voice")
-    proc = ServerProcess(home, scripted_env(home, scripted.base_url, OWNER_KEY, "servers:\n  builtin: {}\n",
-                                            IRIIS_PROVIDERS="", IRIIS_PROVIDER_TIMEOUT="10")).start()
-    set_pin(proc, OWNER_PIN)
-    yield proc
-    proc.kill()
+def voice_server(device_server) -> Any:
+    """The shared device server (tests/conftest.py): no hosted speech is configured there, so the
+    offline engines do it all; its device timers are short, which no test here comes near."""
+    return device_server
 
 
 @pytest.fixture(scope="module")
