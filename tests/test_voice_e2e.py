@@ -464,7 +464,10 @@ async def test_the_page_talks_hands_free_with_a_fake_microphone(voice_server, mo
     model.enqueue(scripted_text(REPLY))
     silence = b"\x00\x00" * (p.INPUT_RATE // 2)
     wav = tmp_path / "question.wav"
-    wav.write_bytes(wav_bytes(silence + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
+    # The fake microphone plays from getUserMedia on, before the page's audio worklet is loaded
+    # (a person speaks once "Listening…" shows): 4 s of quiet first, or a slowed server loses the
+    # question's first words while the worklet's module is fetched.
+    wav.write_bytes(wav_bytes(silence * 8 + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
     page, close = await browser_page(voice_server, str(wav))
     try:
         await page.evaluate("""async (token) => {
@@ -497,7 +500,7 @@ async def test_the_chat_pages_talk_button_talks_hands_free_with_a_fake_microphon
     model.enqueue(scripted_text(REPLY))
     silence = b"\x00\x00" * (p.INPUT_RATE // 2)
     wav = tmp_path / "question.wav"
-    wav.write_bytes(wav_bytes(silence * 2 + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
+    wav.write_bytes(wav_bytes(silence * 8 + await spoken(speech, QUESTION) + silence * 6, p.INPUT_RATE))
     page, close = await browser_page(voice_server, str(wav))
     try:
         await page.set_viewport_size({"width": 1280, "height": 800})
