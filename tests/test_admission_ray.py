@@ -247,25 +247,15 @@ class AnsweringStream:
         pass
 
 
-class LearningAgent:
-    """The AgentLoop handle's shape: turns answer at once; reflection waits on `Reflections`."""
+class LearningAgent(HeldAgent):
+    """HeldAgent's handle shape, but turns answer at once; reflection waits on `Reflections`."""
 
-    def __init__(self, reflections: Any) -> None:
-        self.reflections = reflections
-
-    def options(self, **_: Any) -> LearningAgent:
-        return self
-
-    @property
-    def run(self) -> LearningAgent:
-        return self
-
-    def remote(self, _request: Any) -> AnsweringStream:
+    def remote(self, _request: Any) -> AnsweringStream:  # type: ignore[override]
         return AnsweringStream()
 
     @property
     def reflect(self) -> Any:
-        return self.reflections.reflect
+        return self.gate.reflect
 
 
 async def test_a_conversation_still_learning_makes_room_once_its_reflection_is_done(config: SessionConfig) -> None:
