@@ -147,11 +147,17 @@ def test_telegram_messages_are_turns_and_confirm_actions_are_declined(owner: htt
     assert "nobody can confirm" in declined[-1]["content"]
     sessions = owner.get("/v1/sessions").json()["data"]
     assert any(s["id"] == f"telegram-{CHAT}" for s in sessions)
-    # Another chat: no turn, no answer.
+    # Another chat: no turn, no answer. Updates are read in order, so once the owner's next
+    # message is answered the stranger's, sent before it, has been read and let go.
     asked = len(model.requests)
+    model.enqueue(so.text("Seeds are on the list."))
     fakes.updates.put({"update_id": 502, "message": {"message_id": 2, "date": 0, "text": "hi",
                                                      "chat": {"id": 999, "type": "private"}}})
-    until(lambda: fakes.updates.empty(), timeout=30)
-    time.sleep(2)
-    assert len(model.requests) == asked
+    fakes.updates.put({"update_id": 503, "message": {"message_id": 3, "date": 0, "text": "and seeds?",
+                                                     "chat": {"id": int(CHAT), "type": "private"}}})
+    until(lambda: [s for s in fakes.requests("POST", f"/bot{TOKEN}/sendMessage")
+                   if s.json()["text"] == "Seeds are on the list."], timeout=60)
+    last_words = [str(r["body"]["messages"][-1].get("content")) for r in model.requests[asked:]]
+    assert any(w.endswith("and seeds?") for w in last_words), last_words
+    assert not any(w.endswith("hi") for w in last_words), last_words
     assert not [s for s in fakes.requests("POST", f"/bot{TOKEN}/sendMessage") if s.json()["chat_id"] == "999"]
