@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from serve_apps.cli.serve import SERVE_PATIENCE
 from tests.server_proc import REPO, count_start, free_port
 
 RAY = Path(sys.executable).parent / "ray"
@@ -54,7 +55,8 @@ class Cluster:
         self.head_dir, self.worker_dir = f"/tmp/rh{tag}", f"/tmp/rw{tag}"
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        # As `iriis serve` and cluster.yaml start Ray: Serve's proxy gets 60 s to start.
+        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", **SERVE_PATIENCE}
         self.env.pop("RAY_ADDRESS", None)
 
     def _start(self, *args: str) -> None:

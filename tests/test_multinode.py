@@ -82,6 +82,16 @@ def test_cluster_yaml_is_accepted_by_the_cluster_launchers_schema() -> None:
     assert types[config["head_node_type"]]["max_workers"] == 0
     assert any(t["resources"].get("GPU") for t in types.values())
     assert any(t["resources"].get(WORKER_RESOURCE) for t in types.values())
+    # Every node's Ray starts with what `iriis serve` sets before it starts Ray itself: one event
+    # loop per replica and handle, and a minute for an HTTP proxy to start on a busy node.
+    from serve_apps.cli.serve import SERVE_ONE_LOOP, SERVE_PATIENCE
+
+    starts = [c for key in ("head_start_ray_commands", "worker_start_ray_commands")
+              for c in config[key] if "ray start" in c]
+    assert len(starts) == 2
+    for command in starts:
+        for name, value in {**SERVE_ONE_LOOP, **SERVE_PATIENCE}.items():
+            assert f"{name}={value} " in command, (name, command)
 
 
 # -- a real two-node cluster -------------------------------------------------------------------

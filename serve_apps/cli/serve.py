@@ -58,6 +58,11 @@ def quiet_logs(verbose: bool) -> None:
 # Set before Ray starts, so the raylet passes them to every worker; serve.yaml and cluster.yaml
 # set the same on a cluster.
 SERVE_ONE_LOOP = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0"}
+# Serve's controller kills an HTTP proxy that is not ready within 5 s of its start, and
+# `serve.start` then fails on the dead proxy: a start on a busy machine (two CPU hogs beside it
+# took longer) ended in a traceback. Up to 60 s, as long as `serve.start` itself waits. Read by
+# the controller, so it too is set before Ray starts (cluster.yaml's nodes set it the same way).
+SERVE_PATIENCE = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60"}
 
 
 def hush_ray(verbose: bool) -> None:
@@ -194,7 +199,7 @@ def serve_command(args: argparse.Namespace) -> int:
     learning = settings.learning_providers(dict(os.environ))
     vision = settings.vision_providers(dict(os.environ))
 
-    for name, value in SERVE_ONE_LOOP.items():
+    for name, value in {**SERVE_ONE_LOOP, **SERVE_PATIENCE}.items():
         os.environ.setdefault(name, value)
     import ray
     from ray import serve
