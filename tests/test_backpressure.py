@@ -85,18 +85,14 @@ def scripted_server(factory: pytest.TempPathFactory, name: str, **env: str) -> I
 
 
 @pytest.fixture(scope="module")
-def limits_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
-    """One server for both limits: the gateway's (two requests in flight) and the cold starts'
-    (no warm spare, one process start at a time, and a bound shorter than any start, so a new
-    conversation queued behind another's start is sent away)."""
-    yield from scripted_server(tmp_path_factory, "home-limits", IRIIS_GATEWAY_MAX_ONGOING=str(LIMIT),
-                               IRIIS_RETRY_AFTER_SECONDS=str(RETRY_AFTER), IRIIS_SESSION_SPARES="0",
-                               IRIIS_SESSION_COLD_STARTS="1", IRIIS_SESSION_START_WAIT="0.5")
+def busy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    yield from scripted_server(tmp_path_factory, "home-backpressure", IRIIS_GATEWAY_MAX_ONGOING=str(LIMIT),
+                               IRIIS_RETRY_AFTER_SECONDS=str(RETRY_AFTER), IRIIS_SESSION_SPARES="1")
 
 
 @pytest.mark.e2e
-def test_over_the_limit_is_503_with_retry_after_not_a_hang(limits_server) -> None:
-    proc, scripted = limits_server
+def test_over_the_limit_is_503_with_retry_after_not_a_hang(busy_server) -> None:
+    proc, scripted = busy_server
     headers = {"Authorization": f"Bearer {KEY}"}
     with httpx.Client(base_url=proc.url, headers=headers, timeout=30) as client:
         assert client.get("/v1/sessions").status_code == 200
@@ -129,9 +125,15 @@ def test_over_the_limit_is_503_with_retry_after_not_a_hang(limits_server) -> Non
 
 # -- a burst of new conversations with no spare ------------------------------------------------
 
-# As many as the gateway lets in at once, so every refusal is the start queue's.
-BURST = LIMIT
-VOICE_BURST = 4
+BURST = 4
+
+
+@pytest.fixture(scope="module")
+def burst_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ScriptedOpenAI]]:
+    # No warm spare, one process start at a time, and a bound shorter than any start: a
+    # burst's first conversation starts at once and the ones behind it are sent away.
+    yield from scripted_server(tmp_path_factory, "home-burst", IRIIS_SESSION_SPARES="0",
+                               IRIIS_SESSION_COLD_STARTS="1", IRIIS_SESSION_START_WAIT="0.5")
 
 
 async def new_chat(client: httpx.AsyncClient, message: str) -> tuple[int, dict[str, str], list[tuple[str, dict]]]:
@@ -148,11 +150,10 @@ async def new_chat(client: httpx.AsyncClient, message: str) -> tuple[int, dict[s
 
 
 @pytest.mark.e2e
-async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_served(limits_server) -> None:
-    proc, scripted = limits_server
+async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_served(burst_server) -> None:
+    proc, scripted = burst_server
     scripted.enqueue(*(text(f"Answer {i}.") for i in range(BURST)))
     async with httpx.AsyncClient(base_url=proc.url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as client:
-        earlier = {s["id"] for s in (await client.get("/v1/sessions")).json()["data"]}
         answers = await asyncio.gather(*(new_chat(client, f"burst {i}") for i in range(BURST)))
         served = [events for status, _, events in answers if status == 200]
         refused = [(i, headers, events) for i, (status, headers, events) in enumerate(answers) if status == 503]
@@ -183,7 +184,7 @@ async def test_a_burst_past_the_start_wait_is_told_when_to_come_back_and_then_se
         assert pool["start_seconds"] > 0 and pool["wait_seconds_now"] == pool["start_seconds"]
         assert (await client.get("/v1/pool", headers={"Authorization": "Bearer wrong"})).status_code == 401
         # Nothing refused was half-kept: exactly one conversation per message, each complete.
-        sessions = [s for s in (await client.get("/v1/sessions")).json()["data"] if s["id"] not in earlier]
+        sessions = (await client.get("/v1/sessions")).json()["data"]
         assert len(sessions) == BURST
         for session in sessions:
             rows = (await client.get(f"/v1/sessions/{session['id']}/messages")).json()["data"]
@@ -206,13 +207,12 @@ async def voice_open(url: str) -> tuple[str, Any]:
 
 
 @pytest.mark.e2e
-async def test_a_voice_burst_past_the_start_wait_closes_1013_try_again_later(limits_server) -> None:
-    proc, _ = limits_server
+async def test_a_voice_burst_past_the_start_wait_closes_1013_try_again_later(burst_server) -> None:
+    proc, _ = burst_server
     url = proc.url.replace("http://", "ws://") + "/v1/voice/ws"
-    # Sockets are not the gateway's to count: all four reach the start queue.
-    opened = await asyncio.gather(*(voice_open(url) for _ in range(VOICE_BURST)))
+    opened = await asyncio.gather(*(voice_open(url) for _ in range(BURST)))
     ready = [sid for kind, sid in opened if kind == "ready"]
     busy = [how for kind, how in opened if kind == "closed"]
-    assert len(ready) + len(busy) == VOICE_BURST and ready and busy, opened
+    assert len(ready) + len(busy) == BURST and ready and busy, opened
     for code, reason in busy:
         assert code == 1013 and re.fullmatch(r"Too many new conversations .*; try again in \d+ s\.", reason), (code, reason)

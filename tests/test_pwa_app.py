@@ -308,6 +308,9 @@ async def test_an_upload_shows_in_history_after_a_reload(page, server, model) ->
     await page.wait_for_selector(".msg.assistant[data-done='true']", timeout=WAIT_MS)
     await page.reload()
     await page.wait_for_selector(".msg.user .attachment[data-kind=image] img")
+    # The element is there before its picture has loaded: wait for the load, then measure.
+    await page.wait_for_function("() => document.querySelector('.msg.user .attachment img').complete",
+                                 timeout=WAIT_MS)
     assert await page.evaluate("() => document.querySelector('.msg.user .attachment img').naturalWidth") == 64
     card = page.locator(".msg.user .attachment[data-kind=file] .download")
     assert "notes.txt" in await card.text_content()
