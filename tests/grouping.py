@@ -26,7 +26,7 @@ SHARED_SERVERS = ("server", "device_server", "ray_session")
 # two workers; a group missing here counts as 0 and keeps its collection order.
 GROUP_COST = {
     "server": 400, "device_server": 206, "tests/test_relay_e2e.py": 83, "tests/test_multinode.py": 74,
-    "tests/test_local_model_qwen.py": 68, "tests/test_backpressure.py": 45, "ray_session": 85,
+    "tests/test_local_model_qwen.py": 68, "tests/test_backpressure.py": 65, "ray_session": 85,
     "tests/test_e2e_offline.py": 60, "tests/test_local_model_e2e.py": 44,
     "tests/test_e2e_calls.py": 42, "tests/test_serve_deploy.py": 31, "tests/test_local_model_llama.py": 27,
     "tests/test_notify_channels.py": 16, "tests/test_fault_relay.py": 14, "tests/test_calls_machine.py": 13,

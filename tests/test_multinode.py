@@ -84,13 +84,13 @@ def test_cluster_yaml_is_accepted_by_the_cluster_launchers_schema() -> None:
     assert any(t["resources"].get(WORKER_RESOURCE) for t in types.values())
     # Every node's Ray starts with what `iriis serve` sets before it starts Ray itself: one event
     # loop per replica and handle, and a minute for an HTTP proxy to start on a busy node.
-    from serve_apps.cli.serve import SERVE_ONE_LOOP, SERVE_PATIENCE
+    from serve_apps.cli.serve import RAY_START_ENV
 
     starts = [c for key in ("head_start_ray_commands", "worker_start_ray_commands")
               for c in config[key] if "ray start" in c]
     assert len(starts) == 2
     for command in starts:
-        for name, value in {**SERVE_ONE_LOOP, **SERVE_PATIENCE}.items():
+        for name, value in RAY_START_ENV.items():
             assert f"{name}={value} " in command, (name, command)
 
 

@@ -63,6 +63,8 @@ SERVE_ONE_LOOP = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_
 # took longer) ended in a traceback. Up to 60 s, as long as `serve.start` itself waits. Read by
 # the controller, so it too is set before Ray starts (cluster.yaml's nodes set it the same way).
 SERVE_PATIENCE = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60"}
+# Everything `iriis serve` sets in the environment before it starts Ray.
+RAY_START_ENV = {**SERVE_ONE_LOOP, **SERVE_PATIENCE}
 
 
 def hush_ray(verbose: bool) -> None:
@@ -199,7 +201,7 @@ def serve_command(args: argparse.Namespace) -> int:
     learning = settings.learning_providers(dict(os.environ))
     vision = settings.vision_providers(dict(os.environ))
 
-    for name, value in {**SERVE_ONE_LOOP, **SERVE_PATIENCE}.items():
+    for name, value in RAY_START_ENV.items():
         os.environ.setdefault(name, value)
     import ray
     from ray import serve
