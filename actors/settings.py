@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from actors.common.errors import IriisError
+
 # "speech" is speech to text (/audio/transcriptions); "tts" is text to speech (/audio/speech).
 Kind = Literal["chat", "vision", "speech", "tts"]
 
@@ -244,8 +246,10 @@ class Settings(BaseSettings):
                 for p in self.chat_providers(environ)] or None
 
 
-class SettingsError(Exception):
+class SettingsError(IriisError):
     """A malformed configuration value; the message is one line naming the variable."""
+
+    code = "invalid_settings"
 
 
 def load_settings(**overrides: Any) -> Settings:

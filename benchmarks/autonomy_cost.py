@@ -28,9 +28,9 @@ from zoneinfo import ZoneInfo
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.scheduler.autonomy import AutonomyConfig, AutonomyLoop  # noqa: E402
-from actors.scheduler.autonomy_clock import RestHours  # noqa: E402
-from actors.scheduler.autonomy_situation import ChatLine, ReachOut, Situation, answered  # noqa: E402
-from actors.scheduler.autonomy_state import MemoryState  # noqa: E402
+from actors.scheduler.autonomy.clock import RestHours  # noqa: E402
+from actors.scheduler.autonomy.situation import ChatLine, ReachOut, Situation, answered  # noqa: E402
+from actors.scheduler.autonomy.state import MemoryState  # noqa: E402
 
 ZONE = ZoneInfo("Europe/Paris")
 START = dt.datetime(2026, 11, 30, 0, 0, tzinfo=ZONE).timestamp()  # a Monday

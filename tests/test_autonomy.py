@@ -14,10 +14,10 @@ import pytest
 
 from actors.common.toolspec import ToolSpec
 from actors.scheduler.autonomy import AutonomyConfig, AutonomyLoop, autonomy_loop
-from actors.scheduler.autonomy_clock import MAX_CHECK_MINUTES, MIN_CHECK_MINUTES, RestHours, next_midnight
-from actors.scheduler.autonomy_decision import parse_decision, parse_triage
-from actors.scheduler.autonomy_situation import ChatLine, ReachOut, Situation
-from actors.scheduler.autonomy_state import MemoryState
+from actors.scheduler.autonomy.clock import MAX_CHECK_MINUTES, MIN_CHECK_MINUTES, RestHours, next_midnight
+from actors.scheduler.autonomy.decision import parse_decision, parse_triage
+from actors.scheduler.autonomy.situation import ChatLine, ReachOut, Situation
+from actors.scheduler.autonomy.state import MemoryState
 from actors.scheduler.owner_tools import LOOP_ACTIONS, WORK_TOOLS, OwnerOnlyTools, could_contact_others
 from actors.tools.builtin import builtin_toolbox
 
@@ -266,7 +266,7 @@ async def test_every_tool_the_loop_can_reach_addresses_only_the_owner(tmp_path: 
 async def test_on_the_store_a_decision_writes_outbox_tasks_loops_and_mood(tmp_path: Path) -> None:
     from actors.memory.repository import get_item, remember
     from actors.scheduler import tasks
-    from actors.scheduler.autonomy_actions import is_autonomy_task
+    from actors.scheduler.autonomy.actions import is_autonomy_task
     from actors.store.migrate import migrate
     from actors.store.store import Store
 

@@ -10,10 +10,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from actors.scheduler.autonomy_state import KvState
+from actors.scheduler.autonomy.state import KvState
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.http import errors
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.routes import autonomy as routes
 from tests.test_tasks_routes import KEY, _Gateway
 
@@ -26,8 +26,8 @@ async def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
     store = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'a.sqlite3'}")
     await migrate(store)
     app = FastAPI()
-    app.include_router(routes.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+    app.include_router(routes.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
@@ -49,7 +49,7 @@ async def test_without_the_owner_key_it_is_refused(setup) -> None:
 
 
 async def test_the_loops_state_is_shown_newest_decision_first(setup) -> None:
-    from actors.scheduler.autonomy_state import DecisionRecord
+    from actors.scheduler.autonomy.state import DecisionRecord
 
     client, store = setup
     kv = KvState(store)

@@ -11,8 +11,8 @@ from mcp import Client, StdioServerParameters
 
 from actors.notify import call_store
 from actors.scheduler import tasks
-from actors.scheduler.autonomy_actions import StoreActions, carry_out
-from actors.scheduler.autonomy_decision import Decision
+from actors.scheduler.autonomy.actions import StoreActions, carry_out
+from actors.scheduler.autonomy.decision import Decision
 from actors.store.migrate import migrate
 from actors.store.store import Store
 

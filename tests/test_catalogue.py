@@ -18,8 +18,8 @@ import pytest
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.catalogue import Catalogue, ServerStatus
 from actors.tools.config import McpConfig, RestartPolicy, ServerConfig, load_mcp_config
-from actors.tools.mcp_outcomes import describe_error, root_cause
-from actors.tools.mcp_resolve import Scrubber, expand_vars, mcp_url, normalise_header, resolve_server
+from actors.tools.mcp.outcomes import describe_error, root_cause
+from actors.tools.mcp.resolve import Scrubber, expand_vars, mcp_url, normalise_header, resolve_server
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
 from tests.server_proc import free_port
 

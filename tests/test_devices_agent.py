@@ -305,6 +305,23 @@ class Stream:
             pass  # the server stopped at the end of the module
 
 
+async def test_a_person_who_signs_out_cannot_use_that_token_again(device_server) -> None:
+    member = await add_member(device_server, "signs-out@example.com")
+    async with httpx.AsyncClient(base_url=device_server.url, timeout=60) as client:
+        assert (await client.get("/v1/me", headers=member)).status_code == 200
+        other = await client.post("/v1/auth/login", json={"email": "signs-out@example.com", "password": "member-password"})
+        elsewhere = {"Authorization": f"Bearer {other.json()['token']}"}
+        out = await client.post("/v1/auth/logout", headers=member)
+        assert out.status_code == 204, out.text
+        refused = await client.get("/v1/me", headers=member)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized", refused.text
+        # Only the token presented is signed out: the same person signed in elsewhere stays in.
+        assert (await client.get("/v1/me", headers=elsewhere)).status_code == 200
+        # The owner's key is not a sign-in token: a logout with it leaves it working.
+        assert (await client.post("/v1/auth/logout", headers=OWNER)).status_code == 204
+        assert (await client.get("/v1/auth/check", headers=OWNER)).status_code == 200
+
+
 async def test_an_event_reaches_its_person_and_nobody_else(device_server, model) -> None:
     member = await add_member(device_server, "m2@example.com")
     mine = Stream(device_server.url, OWNER)

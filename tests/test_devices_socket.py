@@ -21,6 +21,7 @@ from actors.devices.protocol import EventRate, ProtocolError, sanitize_event, we
 from actors.devices.settings import DeviceLimits
 from serve_apps.sockets import devices as socket_module
 from serve_apps.sockets.places import CLOSE_TRY_LATER, NoRoom
+from serve_apps.http.app import API_PREFIX
 
 LIMITS = DeviceLimits()
 DEVICE = repo.Device(id=3, person_id=1, kind="mac", label="Desk", skills=["files"], reported=[], created=0.0,
@@ -124,7 +125,7 @@ def socket_app(monkeypatch: pytest.MonkeyPatch) -> tuple[TestClient, FakeDeviceA
     monkeypatch.setattr(socket_module, "device_actor", lambda *_a: actor)
     monkeypatch.setattr(socket_module, "place", Places())
     app = FastAPI()
-    app.include_router(socket_module.router)
+    app.include_router(socket_module.router, prefix=API_PREFIX)
 
     class _Gateway:
         store = None

@@ -25,7 +25,8 @@ from actors.notify.config import NotifyConfig
 from actors.relay.limits import RelayLimits
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.http import errors
+from serve_apps.http import app as http_app
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.http.relay_app import build_relay_app
 from serve_apps.routes import auth, calls, camera, devices, events, files, memory, people, push, tasks
 from tests.test_tasks_routes import KEY, _Gateway as _TasksGateway
@@ -78,7 +79,7 @@ class _EventBus:
 async def api(tmp_path: Path,
               monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient, Store]]:
     # A 500 would report to the error log actor, which would start Ray: record nothing instead.
-    monkeypatch.setattr(errors, "report", lambda *_a, **_k: None)
+    monkeypatch.setattr(http_app, "report", lambda *_a, **_k: None)
     monkeypatch.setattr(calls, "route_config", lambda: NotifyConfig(app_url="http://app.test"))
 
     async def no_scheduler(*_args: Any) -> None:
@@ -89,8 +90,8 @@ async def api(tmp_path: Path,
     await migrate(store)
     app = FastAPI()
     for module in ROUTERS:
-        app.include_router(module.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+        app.include_router(module.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
@@ -185,7 +186,7 @@ async def test_the_stream_ignores_a_resume_point_that_is_not_a_plain_number(api,
 def test_every_integer_path_parameter_has_bounds_in_the_openapi_document() -> None:
     app = FastAPI()
     for module in ROUTERS:
-        app.include_router(module.router)
+        app.include_router(module.router, prefix=API_PREFIX)
     document = app.openapi()
     found = []
     for path, methods in document["paths"].items():

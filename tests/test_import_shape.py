@@ -159,3 +159,36 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
     packages, _ = _package_graph({"actors.tools.x": {"actors.session.y"}, "actors.session.y": {"actors.tools.z"},
                                   "actors.tools.z": set()})
     assert cycles(packages) == [["actors.session", "actors.tools"]]
+
+
+def family_prefixes(files: list[str], packages: set[str]) -> dict[str, list[str]]:
+    """Modules of one folder named `<family>_<part>.py` that belong in a `<family>/` subpackage:
+    a prefix shared by three modules or more, or the name of a subpackage beside them."""
+    by_prefix: dict[str, list[str]] = defaultdict(list)
+    for name in files:
+        stem = name.removesuffix(".py")
+        if "_" in stem.strip("_"):
+            by_prefix[stem.split("_", 1)[0]].append(name)
+    return {prefix: sorted(names) for prefix, names in by_prefix.items()
+            if prefix and (len(names) >= 3 or prefix in packages)}
+
+
+def test_families_live_in_subpackages_not_behind_name_prefixes() -> None:
+    """autonomy/, inspect/ and mcp/ were once autonomy_*.py (x7), inspect_*.py (x6) and
+    mcp_*.py (x5) beside everything else: a family grows in its own subpackage."""
+    found = {}
+    for folder in sorted({p.parent for top in ("actors", "serve_apps", "vision") for p in (ROOT / top).rglob("*.py")}):
+        files = [p.name for p in folder.glob("*.py") if p.name != "__init__.py"]
+        packages = {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+        prefixed = family_prefixes(files, packages)
+        if prefixed:
+            found[str(folder.relative_to(ROOT))] = prefixed
+    assert found == {}
+    assert (ROOT / "actors/scheduler/autonomy/__init__.py").exists() and (ROOT / "actors/tools/mcp/client.py").exists()
+
+
+def test_the_family_rule_sees_a_prefix_family() -> None:
+    assert family_prefixes(["mcp_client.py", "mcp_streams.py", "mcp_resolve.py", "hub.py"], set()) == {
+        "mcp": ["mcp_client.py", "mcp_resolve.py", "mcp_streams.py"]}
+    assert family_prefixes(["inspect_docs.py", "hub.py"], {"inspect"}) == {"inspect": ["inspect_docs.py"]}
+    assert family_prefixes(["call_store.py", "calls.py", "telegram_loop.py"], set()) == {}

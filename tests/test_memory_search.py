@@ -24,7 +24,7 @@ from actors.memory.model import MindItem
 from actors.memory.scoring import score
 from actors.memory.select import rank, scored, search, select
 from actors.store.store import Store
-from serve_apps.http import errors as http_errors
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.http.errors import ApiError
 from serve_apps.routes import memory as memory_routes
 
@@ -244,8 +244,8 @@ class _Gateway:
 
 def _app(store: Store, encoder: object = None) -> FastAPI:
     app = FastAPI()
-    app.include_router(memory_routes.router)
-    app.exception_handlers.update(http_errors.app.exception_handlers)
+    app.include_router(memory_routes.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
 
     async def no_ray() -> object:

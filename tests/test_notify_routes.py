@@ -15,7 +15,7 @@ from actors.notify import webpush
 from actors.notify.config import NotifyConfig
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.http import errors
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.routes import calls as call_routes
 from serve_apps.routes import push as push_routes
 from tests.notify_fakes import Browser, Recorder
@@ -62,9 +62,9 @@ async def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ntfy: Recorder) -
     store = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'n.sqlite3'}")
     await migrate(store)
     app = FastAPI()
-    app.include_router(push_routes.router)
-    app.include_router(call_routes.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+    app.include_router(push_routes.router, prefix=API_PREFIX)
+    app.include_router(call_routes.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t",
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:

@@ -23,7 +23,8 @@ from actors.devices.settings import DeviceLimits
 from actors.store.migrate import migrate
 from actors.store.store import Store
 from serve_apps.deployments.backpressure import overloaded_body
-from serve_apps.http import errors
+from serve_apps.http import app as http_app
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.routes import events, files, memory
 from tests.test_id_bounds import KEY, _EventBus, _Gateway
 
@@ -57,6 +58,20 @@ def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]
 
 def _params(op: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(p["in"], p["name"]): p for p in op.get("parameters", [])}
+
+
+def test_every_api_operation_is_tagged_with_its_resource(document) -> None:
+    """The API's routes are gathered in one router (serve_apps/deployments/api.py), each
+    resource under its tag, which is how generated clients and /docs group them."""
+    untagged = [(method, path) for path, operations in document["paths"].items() if path.startswith("/v1/")
+                for method, operation in operations.items() if not operation.get("tags")]
+    assert untagged == []
+    tags = {path: operation["tags"] for path, operations in document["paths"].items()
+            for operation in operations.values() if operation.get("tags")}
+    assert tags["/v1/memory"] == ["memory"] and tags["/v1/chat"] == ["conversations"]
+    assert tags["/v1/me/devices"] == ["devices"] and tags["/v1/calls"] == ["calls"]
+    # The liveness probe is not part of the API: served at the root, with no tag.
+    assert "/healthz" not in tags and "/healthz" in document["paths"]
 
 
 def test_every_error_is_documented_in_the_error_shape(document) -> None:
@@ -135,14 +150,14 @@ def test_header_and_query_inputs_are_declared(document) -> None:
 
 @pytest.fixture
 async def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[FastAPI, Store]]:
-    monkeypatch.setattr(errors, "report", lambda *_a, **_k: None)
+    monkeypatch.setattr(http_app, "report", lambda *_a, **_k: None)
     monkeypatch.setattr(events, "event_bus", _EventBus)
     store = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'doc.sqlite3'}")
     await migrate(store)
     app = FastAPI()
     for module in (memory, events, files):
-        app.include_router(module.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+        app.include_router(module.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     yield app, store
     await store.close()

@@ -221,7 +221,7 @@ async def test_continue_reschedules_a_minute_later_then_the_brief_says_deliver(d
 
 
 async def test_a_task_the_autonomy_loop_made_runs_tainted_with_the_work_tools_only(db: Store) -> None:
-    from actors.scheduler.autonomy_actions import AUTONOMY_TASKS_KV
+    from actors.scheduler.autonomy.actions import AUTONOMY_TASKS_KV
 
     clock, turns = Clock(), FakeTurns()
     row = await tasks.create_task(db, "Read up", "Read about sourdough starters", NOW)

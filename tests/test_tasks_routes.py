@@ -14,7 +14,7 @@ from starlette.requests import HTTPConnection
 
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.http import errors
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.http.errors import ApiError
 from serve_apps.routes import tasks as routes
 
@@ -48,8 +48,8 @@ async def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterat
     store = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'r.sqlite3'}")
     await migrate(store)
     app = FastAPI()
-    app.include_router(routes.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+    app.include_router(routes.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     sched = _Scheduler()
     handle: dict[str, Any] = {"now": sched}

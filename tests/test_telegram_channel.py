@@ -17,7 +17,7 @@ from actors.notify.config import NotifyConfig
 from actors.notify.telegram import OFFSET_KV, ONLY_TEXT, TelegramChannel, conversation_for, webhook_secret
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from serve_apps.http import errors
+from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.routes import telegram as routes
 from tests.notify_fakes import Recorder
 
@@ -153,8 +153,8 @@ async def webhook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     store = Store.open(f"sqlite+aiosqlite:///{tmp_path / 'w.sqlite3'}")
     await migrate(store)
     app = FastAPI()
-    app.include_router(routes.router)
-    app.exception_handlers.update(errors.app.exception_handlers)
+    app.include_router(routes.router, prefix=API_PREFIX)
+    answer_errors(app)
     app.state.gateway = _Gateway(store)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         yield client, scheduler

@@ -24,6 +24,8 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, Field
 
+from actors.common.errors import IriisError
+
 WEIGHT_SUFFIXES = (".pt", ".onnx")
 
 
@@ -42,8 +44,10 @@ class Detection(BaseModel):
     box: Box
 
 
-class DetectorUnavailable(RuntimeError):
+class DetectorUnavailable(IriisError, RuntimeError):
     """The configured detector cannot run here (missing package or weights file)."""
+
+    code = "detector_unavailable"
 
 
 class Detector(Protocol):

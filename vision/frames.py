@@ -14,6 +14,8 @@ import cv2
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from actors.common.errors import IriisError
+
 # A 640x480 camera JPEG is 30-120 kB; 2 MiB leaves room for 1080p stills without letting one
 # client push arbitrarily large buffers through the socket.
 MAX_FRAME_BYTES = 2 * 1024 * 1024
@@ -26,8 +28,10 @@ VLM_MAX_SIDE = 640
 FrameErrorCode = Literal["empty", "not_jpeg", "too_large", "too_many_pixels", "undecodable"]
 
 
-class FrameError(ValueError):
+class FrameError(IriisError, ValueError):
     """A frame that cannot be used. ``code`` is stable; the message is for people."""
+
+    code = "bad_frame"   # each raise names its own
 
     def __init__(self, code: FrameErrorCode, message: str) -> None:
         super().__init__(message)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from actors.common.errors import IriisError
 from vision.detect import Box
 
 
@@ -29,8 +30,10 @@ class OcrLine(BaseModel):
     box: Box
 
 
-class OcrUnavailable(RuntimeError):
+class OcrUnavailable(IriisError, RuntimeError):
     """The configured OCR engine cannot run here."""
+
+    code = "ocr_unavailable"
 
 
 class OcrEngine(Protocol):

@@ -15,6 +15,7 @@ import av
 import numpy as np
 from pydantic import BaseModel, Field
 
+from actors.common.errors import IriisError
 from vision.frames import frame_for_vlm
 from vision.vlm import SCHEMA_KEYS, cap, json_objects
 
@@ -29,8 +30,10 @@ MAX_SAMPLES = 16
 MAX_CLIP_SECONDS = 600.0
 
 
-class ClipError(ValueError):
+class ClipError(IriisError, ValueError):
     """A clip that cannot be reviewed. ``code``: not_video, no_video_stream, too_long, empty."""
+
+    code = "bad_clip"   # each raise names its own
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

@@ -43,6 +43,7 @@ from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
+from actors.session.events import ConfirmAsked, Done, TurnError
 from actors.settings import ProviderConfig
 from actors.store.store import Store
 from vision.frames import decode_jpeg, frame_for_vlm
@@ -344,12 +345,13 @@ class CameraActorBase:
                 num_returns="streaming").remote(message, sources=[CAMERA_SOURCE]), restarted)
             async for event in then(first, events):
                 # The session's typed turn events (actors.session.events).
-                if event.type == "confirm":
-                    self.push({"type": "confirm", **event.data})
-                elif event.type == "done":
-                    text = event.text
-                elif event.type == "error":
-                    return
+                match event:
+                    case ConfirmAsked():
+                        self.push({"type": "confirm", **event.data})
+                    case Done():
+                        text = event.text
+                    case TurnError():
+                        return
         except Exception as exc:  # noqa: BLE001 - the camera answer already went out
             report("camera.handoff", exc, request={"stream": self.stream_id})
             return

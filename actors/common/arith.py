@@ -13,6 +13,8 @@ import operator
 import re
 from typing import Callable, Union
 
+from actors.common.errors import IriisError
+
 Number = Union[int, float]
 
 MAX_LENGTH: int = 200
@@ -26,8 +28,10 @@ MAX_DIGITS: int = 100
 _MAX_INT: int = 10 ** (MAX_DIGITS + 1)
 
 
-class CalcError(ValueError):
+class CalcError(IriisError, ValueError):
     """Bad or refused input; the message is safe to show to a person."""
+
+    code = "bad_expression"
 
 
 _FUNCTIONS: dict[str, Callable[..., Number]] = {

@@ -18,15 +18,37 @@ class ErrorInfo(BaseModel):
 
 
 class IriisError(Exception):
-    """Base of every error the house raises on purpose: it carries an `ErrorInfo`."""
+    """Base of every error the house raises on purpose: a stable `code` (each family names its
+    own) and a `message` for a person, together its `ErrorInfo`. A subclass may keep its own
+    constructor (what it passes up stays its pickled arguments across actors); its message is
+    then its `str()`, unless it sets one."""
 
     code = "internal_error"
 
-    def __init__(self, message: str, code: str | None = None) -> None:
+    def __init__(self, message: str = "", code: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
         if code is not None:
             self.code = code
 
+    @property
+    def message(self) -> str:
+        return self.__dict__.get("_message") or str(self)
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self.__dict__["_message"] = value
+
     def info(self) -> ErrorInfo:
         return ErrorInfo(code=self.code, message=self.message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled (Ray moves an actor's error to its caller) as its arguments and attributes,
+        # rebuilt without calling the subclass's constructor, whatever that takes.
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls: type[IriisError], args: tuple[object, ...], state: dict[str, object]) -> IriisError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error

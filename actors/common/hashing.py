@@ -67,6 +67,3 @@ def hash_password(password: str) -> str:
         raise ValueError("a password has at least 8 characters")
     return hash_secret(password)
 
-
-def verify_password(password: str, stored: str | None) -> bool:
-    return verify_secret(password, stored)

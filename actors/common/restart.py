@@ -26,11 +26,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TYPE_CHECKING, TypeVar
 
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 from actors.common.names import SESSIONS, find_actor_async
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 T = TypeVar("T")
 H = TypeVar("H")
@@ -74,7 +77,7 @@ async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
         yield await ref
 
 
-async def open_conversation(session_id: str, handle: Any | None, open_call: Callable[[Any], Awaitable[T]],
+async def open_conversation(session_id: str, handle: ActorHandle | None, open_call: Callable[[Any], Awaitable[T]],
                             registry: Callable[[], Awaitable[Any | None]],
                             start_wait: float | None = None) -> tuple[Any, T]:
     """The actor holding `session_id` and what `open_call(actor)` answered (`open` loads the
@@ -104,7 +107,7 @@ async def open_conversation(session_id: str, handle: Any | None, open_call: Call
         raise gone from None
 
 
-async def reopen_session(session_id: str, handle: Any) -> Any:
+async def reopen_session(session_id: str, handle: ActorHandle) -> Any:
     """The conversation's actor, opened, after a call to `handle` failed (a camera stream's
     hand-offs): the registry is found by name, never started from here."""
     fresh, _ = await open_conversation(session_id, handle, lambda actor: actor.open.remote(),

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel
 
+from actors.common.errors import IriisError
+
 MAX_URL_LENGTH: int = 2048
 
 IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
@@ -37,8 +39,10 @@ Resolver = Callable[[str], Awaitable[Sequence[str]]]
 ResolverLike = Union[Resolver, Mapping[str, Union[str, Sequence[str]]]]
 
 
-class FetchError(Exception):
+class FetchError(IriisError):
     """The fetch failed for an ordinary reason (timeout, refused connection, bad response)."""
+
+    code = "fetch_failed"
 
 
 class SsrfError(FetchError, ValueError):

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from actors.common.errors import IriisError
+
 
 TierName = Literal["read", "auto", "confirm", "pin"]
 TIER_BY_NAME: dict[str, int] = {"read": 0, "auto": 1, "confirm": 2, "pin": 3}
@@ -65,5 +67,7 @@ class ToolResult(BaseModel):
 Handler = Callable[[dict[str, Any]], Awaitable[str | ToolOutput]]
 
 
-class ToolError(Exception):
+class ToolError(IriisError):
     """A tool refusing its input; the message goes back to the model."""
+
+    code = "tool_error"

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 
 from actors.common.names import NAMESPACE
 from actors.devices.frames import PushedEvent
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 log = logging.getLogger(__name__)
 BUS_NAME = "device-events"
@@ -26,7 +29,7 @@ class EventBus:
         self._changed = asyncio.Event()
         self._devices: dict[int, dict[int, Any]] = {}
 
-    def online(self, person_id: int, device_id: int, handle: Any) -> None:
+    def online(self, person_id: int, device_id: int, handle: ActorHandle) -> None:
         self._devices.setdefault(person_id, {})[device_id] = handle
 
     def offline(self, person_id: int, device_id: int) -> None:

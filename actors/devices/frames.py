@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError,
                       ValidationInfo, field_validator, model_validator)
 
+from actors.common.errors import IriisError
 from actors.devices.settings import DeviceLimits
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{2,40}$")
@@ -29,8 +30,10 @@ DEFAULT_TIER = 2
 EVENT_DATA_BYTES = 4096
 
 
-class ProtocolError(Exception):
+class ProtocolError(IriisError):
     """A frame that breaks the protocol; the message is safe to show the device."""
+
+    code = "bad_frame"
 
 
 class BadHello(ProtocolError):

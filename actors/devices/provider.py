@@ -8,7 +8,7 @@ each device has switched off (never those skills' tools).
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from ray.exceptions import RayActorError
 
@@ -16,6 +16,9 @@ from actors.common.restart import through_restart
 from actors.devices.calls import CallReply
 from actors.devices.grants import device_of_server, skills_note
 from actors.common.toolspec import ToolError, ToolOutput, ToolSpec
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 # Who the current call is for: {"person": id, "device": id | None} (the device that asked).
 CALL_SCOPE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("device_call_scope", default=None)
@@ -30,7 +33,7 @@ INTERRUPTED = ("the connection to the device restarted during this call, so it m
 class DeviceProvider:
     """What the catalogue's ToolProvider protocol needs, over a DeviceActor handle."""
 
-    def __init__(self, info: dict[str, Any], servers: dict[str, list[ToolSpec]], handle: Any) -> None:
+    def __init__(self, info: dict[str, Any], servers: dict[str, list[ToolSpec]], handle: ActorHandle) -> None:
         self.info = info
         self._servers = servers
         self.handle = handle

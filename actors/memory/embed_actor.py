@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 import ray
@@ -17,6 +17,9 @@ from ray.exceptions import RayActorError
 from actors.common.names import EMBEDDER, NAMESPACE
 from actors.common.restart import through_restart
 from actors.memory.embed import Embedder, load_embedder
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)
@@ -45,7 +48,7 @@ class EmbedderActor:
 class RemoteEncoder:
     """The Encoder protocol over the actor; memory's vector code awaits `encode_async`."""
 
-    def __init__(self, handle: Any, model_id: str, dim: int) -> None:
+    def __init__(self, handle: ActorHandle, model_id: str, dim: int) -> None:
         self.handle, self.model_id, self.dim = handle, model_id, dim
 
     async def encode_async(self, texts: Sequence[str]) -> np.ndarray:

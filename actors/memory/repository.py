@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from actors.common.errors import IriisError
 from actors.memory.dedup import Insert, decide_insert
 from actors.memory.embed import Encoder
 # list_events and the record keys are re-exported: callers read memory through this module.
@@ -28,8 +29,10 @@ from actors.store.store import Store
 
 
 
-class MemoryRefused(ValueError):
+class MemoryRefused(IriisError, ValueError):
     """The text looks like a secret; memory never stores those."""
+
+    code = "memory_refused"
 
 
 async def list_items(store: Store, kind: str | None = None, active: bool | None = None,

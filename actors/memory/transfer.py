@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from actors.common.errors import IriisError
 from actors.memory.model import Kind, MindItem
 from actors.memory.secrets import looks_secret
 
@@ -82,8 +83,10 @@ class LineError(BaseModel):
     message: str
 
 
-class ImportTooLarge(ValueError):
+class ImportTooLarge(IriisError, ValueError):
     """The body is over MAX_IMPORT_BYTES or has more than MAX_IMPORT_LINES items."""
+
+    code = "too_large"
 
 
 def export_line(item: MindItem) -> str:

@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from actors.common.errors import IriisError
+
 Status = Literal["scheduled", "ringing", "answered", "declined", "missed", "cancelled"]
 Step = Literal["ring", "rering", "miss"]
 Action = Literal["answer", "decline", "cancel"]
@@ -49,8 +51,10 @@ class Call(BaseModel):
     updated: float
 
 
-class CallConflict(ValueError):
+class CallConflict(IriisError, ValueError):
     """The action does not apply to the call as it is now (the message says why)."""
+
+    code = "conflict"
 
 
 def next_step(call: Call, now: float) -> Step | None:

@@ -57,8 +57,12 @@ def webhook_secret(token: str) -> str:
     return hashlib.sha256(f"iriis-telegram-webhook:{token}".encode()).hexdigest()
 
 
+# The webhook's route under the API's prefix (`/v1`), and the whole path Telegram is given.
+WEBHOOK_ROUTE = "/telegram/webhook"
+
+
 def webhook_path() -> str:
-    return "/v1/telegram/webhook"
+    return "/v1" + WEBHOOK_ROUTE
 
 
 class TelegramChannel:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import httpx
 import ray
@@ -26,6 +26,9 @@ from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_state import RouteEntry, RouterState
 from actors.providers.types import ProviderError
 from actors.settings import ProviderConfig
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +123,7 @@ class RemoteRouter:
     first copy, or while watching fails, each call is an actor round trip. The router restarts
     in place when it dies; a call that met the death is made once more."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: ActorHandle) -> None:
         self.handle = handle
         self._mirror: RouterState | None = None
         self._seen = ""

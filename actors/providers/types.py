@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from actors.common.errors import IriisError
+
 
 class TextDelta(BaseModel):
     type: Literal["text"] = "text"
@@ -34,8 +36,10 @@ FailureKind = Literal[
 ]
 
 
-class ProviderError(Exception):
+class ProviderError(IriisError):
     """A failed provider call, classified so the router can react to each kind differently."""
+
+    code = "provider_error"
 
     def __init__(self, kind: FailureKind, message: str, status: int | None = None,
                  retry_after: float | None = None) -> None:
@@ -59,7 +63,8 @@ class ProviderError(Exception):
         }[self.kind]
 
 
-class AllProvidersFailed(Exception):
+class AllProvidersFailed(IriisError):
+    code = "no_provider"
     def __init__(self, last: ProviderError | None) -> None:
         super().__init__(last.plain() if last else "No model provider is available.")
         self.last = last

@@ -55,12 +55,6 @@ def configured_providers(kind: Kind, environ: Mapping[str, str] | None = None) -
     return found
 
 
-def configured_provider(kind: Kind, environ: Mapping[str, str] | None = None) -> ProviderConfig | None:
-    """The first of :func:`configured_providers`, or None."""
-    providers = configured_providers(kind, environ)
-    return providers[0] if providers else None
-
-
 async def provider_post(
     provider: ProviderConfig,
     path: str,

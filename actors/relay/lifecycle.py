@@ -70,11 +70,3 @@ def expiring_due(s: SessionState, now: float) -> bool:
 def purge_due(s: SessionState, now: float) -> bool:
     return not s.purged and phase(s, now) == "purged"
 
-
-def next_event_at(s: SessionState) -> float | None:
-    """When the sweeper next has something to do for this session (None: nothing ever again)."""
-    if s.purged:
-        return None
-    if s.terminated_at is None and s.expiring_warned_for != s.last_write:
-        return read_only_at(s) - expiring_lead(s)
-    return purge_at(s)

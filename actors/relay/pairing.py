@@ -16,13 +16,17 @@ import secrets
 
 from pydantic import BaseModel, Field, ValidationError
 
+from actors.common.errors import IriisError
+
 _UID = re.compile(r"[0-9a-f]{16}")
 _KEY = re.compile(r"[A-Za-z0-9_-]{16,128}")
 _FP = re.compile(r"[0-9a-f]{64}")
 
 
-class TokenError(ValueError):
+class TokenError(IriisError, ValueError):
     """The string is not a pairing token; the message says which part is wrong."""
+
+    code = "invalid_token"
 
 
 class Blob(BaseModel):

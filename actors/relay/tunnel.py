@@ -19,6 +19,8 @@ import ssl
 import struct
 from pathlib import Path
 
+from actors.common.errors import IriisError
+
 log = logging.getLogger(__name__)
 
 CERT_NAME, KEY_NAME = "relay-cert.pem", "relay-key.pem"
@@ -26,8 +28,10 @@ CERT_NAME, KEY_NAME = "relay-cert.pem", "relay-key.pem"
 CONNECT_TIMEOUT = 10.0
 
 
-class TunnelError(Exception):
+class TunnelError(IriisError):
     """The host could not be reached, or presented a certificate other than the pinned one."""
+
+    code = "tunnel_error"
 
 
 def fingerprint(cert_der: bytes) -> str:

@@ -10,11 +10,15 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from actors.common.errors import IriisError
+
 Envelope = dict[str, Any]
 
 
-class Gone(Exception):
+class Gone(IriisError):
     """The session was purged while a waiter was parked."""
+
+    code = "gone"
 
 
 class _Waiter:

@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 from pydantic import BaseModel
@@ -36,6 +36,9 @@ from actors.session.actor import SessionConfig
 from actors.settings import load_settings
 from actors.store.store import Store
 
+if TYPE_CHECKING:
+    from ray.serve.handle import DeploymentHandle
+
 log = logging.getLogger(__name__)
 
 
@@ -47,7 +50,7 @@ class SchedulerConfig(BaseModel):
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class Scheduler:
-    def __init__(self, config: SchedulerConfig, agent: Any) -> None:
+    def __init__(self, config: SchedulerConfig, agent: DeploymentHandle) -> None:
         install_log_masking()
         self.config = config
         self.agent = agent
@@ -124,7 +127,7 @@ class Scheduler:
         await self.runner.stop()
 
 
-def scheduler(config: SchedulerConfig | None = None, agent: Any = None) -> Any:
+def scheduler(config: SchedulerConfig | None = None, agent: DeploymentHandle | None = None) -> Any:
     """The scheduler by name; created with this configuration if it does not exist yet."""
     return Scheduler.options(name=SCHEDULER, namespace=NAMESPACE, get_if_exists=True,
                              lifetime="detached").remote(config, agent)

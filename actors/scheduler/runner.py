@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors.scheduler import protocol, tasks
-from actors.scheduler.autonomy_actions import is_autonomy_task
+from actors.scheduler.autonomy.actions import is_autonomy_task
 from actors.scheduler.tasks import Task
 from actors.session.events import Done, ToolActivity, TurnError, TurnEvent
 from actors.store.models import OutboxItem

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from croniter import croniter
 from pydantic import BaseModel
 
+from actors.common.errors import IriisError
 from actors.common.when import UNITS, duration, natural_cron, normalise
 from actors.common.when import local_time as local_time  # re-exported: callers use tasks.local_time
 from actors.common.when import parse_when as parse_when  # re-exported: callers use tasks.parse_when
@@ -48,8 +49,10 @@ HEARTBEAT_FORGET_SECONDS = 86_400.0
 T = schema.tasks
 
 
-class InvalidRepeat(ValueError):
+class InvalidRepeat(IriisError, ValueError):
     """`repeat` is neither a cron expression nor an interval of a minute or more."""
+
+    code = "invalid_repeat"
 
 
 class Task(BaseModel):

@@ -4,7 +4,7 @@ turn, and the AgentLoop (a Serve handle) for the judge and the playbook."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from ray.exceptions import RayActorError
 
@@ -12,6 +12,10 @@ from actors.common.restart import begin_stream, open_conversation, then
 from actors.session.actor import SessionConfig
 from actors.session.pool import find_session, registry, session_handle
 from actors.session.events import TurnEvent
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+    from ray.serve.handle import DeploymentHandle
 
 TASK_CHANNEL = "task"
 JUDGE_PURPOSE = "task_judge"
@@ -21,7 +25,7 @@ class SessionTurns:
     # The channel its conversations are created with (a subclass names its own).
     channel = TASK_CHANNEL
 
-    def __init__(self, session: SessionConfig, agent: Any) -> None:
+    def __init__(self, session: SessionConfig, agent: DeploymentHandle) -> None:
         self.session = session
         self.agent = agent
         self._handles: dict[str, Any] = {}
@@ -48,7 +52,7 @@ class SessionTurns:
 
     async def run(self, conversation_id: str, message: str, sources: list[str] | None = None,
                   work_only: bool = False) -> AsyncIterator[TurnEvent]:
-        def start(actor: Any) -> Any:
+        def start(actor: ActorHandle) -> Any:
             return actor.chat.options(num_returns="streaming").remote(
                 message, background=True, attended=False, sources=sources, work_only=work_only)
 

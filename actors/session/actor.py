@@ -21,12 +21,12 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 from pydantic import BaseModel
 
-from actors.common.errors import ErrorInfo
+from actors.common.errors import ErrorInfo, IriisError
 from actors.common.idle import IdleWatch
 from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
@@ -40,7 +40,7 @@ from actors.session.confirmations import (
 )
 from actors.session.core import SessionCore
 from actors.session.durable import DurableTurns
-from actors.session.events import Cancel, ConfirmRequest, TurnEvent, TurnRequest
+from actors.session.events import Cancel, ConfirmRequest, Sentence, TurnEvent, TurnRequest
 from actors.session.learning import LearningPlan
 # The adoption record and the live-handle helpers live in slots.py; imported here too, where
 # callers (the gateway's context, the CLI) have always found them.
@@ -49,6 +49,9 @@ from actors.session.turnlog import TurnLog
 from actors.session.turns import TurnDesk
 from actors.session.warm import shared_encoder, warm_process
 from actors.store.store import Store
+
+if TYPE_CHECKING:
+    from ray.serve.handle import DeploymentHandle
 
 log = logging.getLogger(__name__)
 # The longest a turn's first write waits for its AgentLoop call to reach a replica.
@@ -91,15 +94,15 @@ class SessionConfig(BaseModel):
     memory: bool = True
 
 
-class SessionNotFound(Exception):
-    pass
+class SessionNotFound(IriisError):
+    code = "session_not_found"
 
 
 # Restarts without limit: each one rebuilds from the store, and a death is never the
 # conversation's fault. An idle exit is on purpose (no restart).
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class SessionActor:
-    def __init__(self, session_id: str, config: SessionConfig, agent: Any) -> None:
+    def __init__(self, session_id: str, config: SessionConfig, agent: DeploymentHandle) -> None:
         install_log_masking()
         # A pooled actor restarted in place takes back the conversation it had adopted.
         session_id = session_id or adopted_session()
@@ -370,7 +373,7 @@ class SessionActor:
             finally:
                 sent()  # also when the call failed or the turn was stopped in those milliseconds
             async for event in stream:
-                if event.type == "sentence":
+                if isinstance(event, Sentence):
                     mark("session.sentence", self.core.session_id)
                 yield event
             complete = True

@@ -137,7 +137,8 @@ TurnEvent = Annotated[
     SessionStarted | TurnStarted | Sentence | ToolActivity | ConfirmAsked | Done | TurnError | TurnResult,
     Field(discriminator="type"),
 ]
-ENDS_TURN = ("done", "error")
+# The events after which a turn sends nothing more (`isinstance(event, ENDS_TURN)`).
+ENDS_TURN = (Done, TurnError)
 _EVENTS: TypeAdapter[Any] = TypeAdapter(TurnEvent)
 
 

@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 from ray.exceptions import RayActorError
@@ -41,6 +41,10 @@ from actors.session.admission import Admission, claim_stream, configured_cap, ma
 from actors.session.release import let_go, survey
 from actors.session.slots import forget_adoption
 from actors.session.start_queue import StartClock
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+    from ray.serve.handle import DeploymentHandle
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +63,13 @@ STREAM_GRACE_SECONDS = 120.0
 REFILL_SETTLE_SECONDS = 0.5
 
 
-def _actor_id(handle: Any) -> str:
+def _actor_id(handle: ActorHandle) -> str:
     return handle._actor_id.hex()
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class SessionRegistry:
-    def __init__(self, config: SessionConfig, agent: Any) -> None:
+    def __init__(self, config: SessionConfig, agent: DeploymentHandle) -> None:
         self.config = config
         self.agent = agent
         self.live: dict[str, Any] = {}
@@ -136,7 +140,7 @@ class SessionRegistry:
             log.warning("spare session warm-up failed: %s", exc)
         return handle
 
-    async def _warm_process(self, handle: Any) -> None:
+    async def _warm_process(self, handle: ActorHandle) -> None:
         """The rest of the warm-up (actors/session/warm.py), once the spare is on offer: the
         first of them waits for the sentence encoder to load, and a conversation that comes
         meanwhile should not wait for that. Process-wide only, so adopting during it is safe."""
@@ -252,11 +256,11 @@ class SessionRegistry:
 
     # -- the cap: live conversations and letting idle ones go ---------------------------------
 
-    def _hold(self, session_id: str, handle: Any) -> None:
+    def _hold(self, session_id: str, handle: ActorHandle) -> None:
         self.live[session_id] = handle
         self.book.touch(session_id)
 
-    def _gone(self, session_id: str, handle: Any, for_good: bool = True) -> None:
+    def _gone(self, session_id: str, handle: ActorHandle, for_good: bool = True) -> None:
         """`handle` no longer holds `session_id` (exited, released, dead): its place is free. One
         gone `for_good` loses its adoption record off the loop, unawaited: the place stays theirs."""
         if self.live.get(session_id) is handle:
@@ -395,15 +399,15 @@ class SessionRegistry:
 
 # -- per-process access ---------------------------------------------------------------------
 
-_registry: Any = None
+_registry: ActorHandle | None = None
 
 
-def _registry_blocking(config: SessionConfig, agent: Any) -> Any:
+def _registry_blocking(config: SessionConfig, agent: DeploymentHandle) -> Any:
     return SessionRegistry.options(name=SESSIONS, namespace=NAMESPACE, get_if_exists=True,
                                    lifetime="detached").remote(config, agent)
 
 
-async def registry(config: SessionConfig, agent: Any) -> Any:
+async def registry(config: SessionConfig, agent: DeploymentHandle) -> Any:
     """The cluster's session registry (started by whoever asks first), looked up once."""
     global _registry
     if _registry is None:
@@ -411,7 +415,7 @@ async def registry(config: SessionConfig, agent: Any) -> Any:
     return _registry
 
 
-async def session_handle(session_id: str, config: SessionConfig, agent: Any) -> Any:
+async def session_handle(session_id: str, config: SessionConfig, agent: DeploymentHandle) -> Any:
     """The SessionActor for a conversation, warm: call its `open` next (it loads or creates)."""
     return await (await registry(config, agent)).acquire.remote(session_id)
 
@@ -424,7 +428,7 @@ async def find_session(session_id: str) -> Any | None:
     return await found.get.remote(session_id)
 
 
-def start_pool(config: SessionConfig, agent: Any, timeout: float = 120.0) -> dict[str, int]:
+def start_pool(config: SessionConfig, agent: DeploymentHandle, timeout: float = 120.0) -> dict[str, int]:
     """Start the registry and its spares now (blocking: the CLI, once Serve is up), so even the
     first conversation finds a warm actor."""
     global _registry

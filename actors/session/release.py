@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 from ray.exceptions import ActorDiedError, RayActorError
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 # Seconds a live conversation gets to say whether it is idle (no answer: counted busy), and to
 # go when asked (it distils a finished work session and flushes first, as an idle exit does).
@@ -40,7 +43,7 @@ async def survey(held: dict[str, Any]) -> tuple[dict[str, float | None], list[st
     return found, gone
 
 
-async def let_go(handle: Any) -> bool:
+async def let_go(handle: ActorHandle) -> bool:
     """Ask an idle conversation's actor to exit (it refuses while busy); True once it is gone."""
     try:
         gone = bool(await asyncio.wait_for(handle.release.remote(), RELEASE_TIMEOUT))
@@ -54,7 +57,7 @@ async def let_go(handle: Any) -> bool:
     return gone
 
 
-async def _until_gone(handle: Any) -> None:
+async def _until_gone(handle: ActorHandle) -> None:
     """ray.kill returns before the process has gone; a call fails once it has (or EXIT_WAIT)."""
     deadline = time.monotonic() + EXIT_WAIT
     while time.monotonic() < deadline:

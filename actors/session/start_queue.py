@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+from actors.common.errors import IriisError
+
 # Before any start has been measured: a worker process plus the session package's imports.
 FIRST_GUESS_SECONDS = 2.0
 # How much the newest start moves the average (the rest is the history's).
@@ -23,8 +25,10 @@ WEIGHT = 0.3
 RETRY_AFTER_MAX = 60
 
 
-class SessionsBusy(Exception):
+class SessionsBusy(IriisError):
     """Too many new conversations are waiting for a process; try again in `retry_after` s."""
+
+    code = "overloaded"
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(retry_after)   # the one argument, so it pickles across actors

@@ -40,14 +40,14 @@ class TurnLog:
         self._changed = asyncio.Condition()
 
     async def push(self, event: TurnEvent) -> None:
-        if event.type in ENDS_TURN and self.settle is not None and not self.finished:
+        if isinstance(event, ENDS_TURN) and self.settle is not None and not self.finished:
             event = await _uncancellable(self.settle(event))
         if isinstance(event, ToolActivity) and event.sources:
             self.sources = list(dict.fromkeys([*self.sources, *event.sources]))
         async with self._changed:
-            if len(self.events) < MAX_EVENTS or event.type in ENDS_TURN:
+            if len(self.events) < MAX_EVENTS or isinstance(event, ENDS_TURN):
                 self.events.append(event)
-            if event.type in ENDS_TURN:
+            if isinstance(event, ENDS_TURN):
                 self.finished = True
             self._changed.notify_all()
         if isinstance(event, Sentence) and self.spoken is not None:

@@ -20,12 +20,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from actors.devices.repository import conversation_person
 from actors.memory.embed_actor import remote_encoder
 from actors.memory.repository import read_memory
 from actors.store.store import Store
+
+if TYPE_CHECKING:
+    from ray.serve.handle import DeploymentHandle
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ async def _timed(name: str, step: Callable[[], Awaitable[Any]], spent: dict[str,
     spent[name] = round((time.perf_counter() - started) * 1000, 1)
 
 
-async def warm_process(store: Store, agent: Any) -> dict[str, float]:
+async def warm_process(store: Store, agent: DeploymentHandle) -> dict[str, float]:
     """Do once, now, what a new conversation's first turn would otherwise pay for; returns the
     milliseconds each step took (the pool logs them)."""
     spent: dict[str, float] = {}

@@ -1,7 +1,7 @@
 """Every tool the agent can reach beyond the built-ins: the MCP servers of mcp.yaml plus whatever
 providers (devices) plug in, merged into one set of model-facing ToolSpecs.
 
-Each configured server gets a supervisor task (actors/tools/mcp_supervisor.py) that connects,
+Each configured server gets a supervisor task (actors/tools/mcp/supervisor.py) that connects,
 lists the tools and then waits for the connection to end; when it does, the server is "down",
 its tools leave `specs()`, and the supervisor starts it again after a back-off that doubles up to
 a ceiling. Calls to a tool whose server is down fail with a plain message for the model instead
@@ -31,8 +31,8 @@ from pydantic import BaseModel
 from actors.common.changes import ChangeStamp
 from actors.common.toolspec import Handler, ToolError, ToolOutput, ToolSpec
 from actors.tools.config import McpConfig, RestartPolicy
-from actors.tools.mcp_outcomes import McpCallError, McpTimeout, McpUnavailable
-from actors.tools.mcp_supervisor import CloudServer, ConnectionFactory, ServerState, Sleep, Supervisor
+from actors.tools.mcp.outcomes import McpCallError, McpTimeout, McpUnavailable
+from actors.tools.mcp.supervisor import CloudServer, ConnectionFactory, ServerState, Sleep, Supervisor
 from actors.tools.spec import ToolBox
 
 logger = logging.getLogger(__name__)

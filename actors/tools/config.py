@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from actors.common.errors import IriisError
 from actors.common.toolspec import tier_from
 
 
@@ -87,8 +88,10 @@ class McpConfig(BaseModel):
         return set(entry.exclude) if entry else set()
 
 
-class McpConfigError(Exception):
+class McpConfigError(IriisError):
     """One line: the file, where, and what is wrong."""
+
+    code = "invalid_mcp_config"
 
 
 def load_mcp_config(path: Path) -> McpConfig:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import ray
 from ray.exceptions import RayActorError
@@ -22,6 +22,9 @@ from actors.logmask import install_log_masking
 from actors.tools.catalogue import Catalogue
 from actors.tools.config import McpConfig
 from actors.common.toolspec import ToolError, ToolSpec
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 log = logging.getLogger(__name__)
 HUB_NAME = TOOL_HUB
@@ -113,7 +116,7 @@ class ToolHub:
 
     # -- personal devices (actors/devices) ------------------------------------------------------
 
-    def device_online(self, info: dict[str, Any], servers: dict[str, list[dict[str, Any]]], handle: Any) -> None:
+    def device_online(self, info: dict[str, Any], servers: dict[str, list[dict[str, Any]]], handle: ActorHandle) -> None:
         """A connected device's tools (the skills switched on) join the catalogue, replacing
         what it offered before."""
         old = self.devices.pop(info["id"], None)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from actors.common.errors import IriisError
 from actors.providers.failover import RouterClient
 from actors.providers.speech import synthesize_any, transcribe_any
 from actors.providers.types import ProviderError
@@ -32,8 +33,10 @@ OFFLINE_STT = "faster-whisper/tiny.en"
 OFFLINE_TTS = "piper/en_US-joe-medium"
 
 
-class EngineMissing(RuntimeError):
+class EngineMissing(IriisError, RuntimeError):
     """No engine can do it: none hosted answered and the offline one is not installed."""
+
+    code = "engine_missing"
 
 
 @dataclass

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from actors.common.errors import IriisError
+
 INPUT_RATE = 16_000
 OUTPUT_RATE = 22_050
 FRAME_SECONDS = 0.2
@@ -88,7 +90,8 @@ ClientMessage = Annotated[EndOfUtterance | Pause | SayText | Interrupt | Played 
 _CLIENT: TypeAdapter[Any] = TypeAdapter(ClientMessage)
 
 
-class BadMessage(ValueError):
+class BadMessage(IriisError, ValueError):
+    code = "bad_message"
     pass
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from actors.common.errors import IriisError
 from actors.voice.audio import is_quiet
 from actors.voice.protocol import INPUT_RATE, MAX_UTTERANCE_SECONDS, MIN_UTTERANCE_SECONDS, QUIET_RMS
 
@@ -24,8 +25,10 @@ class Phase(str, Enum):
     RESPONDING = "responding"      # a turn runs and/or its audio is going out
 
 
-class Refusal(ValueError):
+class Refusal(IriisError, ValueError):
     """An input that cannot be taken now; `code` is the error event's code."""
+
+    code = "refused"   # each raise names its own
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

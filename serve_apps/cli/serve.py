@@ -12,7 +12,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from actors.logmask import install_log_masking
 from actors.store.migrate import migrate
@@ -20,6 +20,9 @@ from actors.store.store import Store, resolve_url
 from actors.tools.config import McpConfigError, load_mcp_config
 from serve_apps.cli.common import settings_or_exit
 from serve_apps.http.auth import create_key, hash_key, load_key_records, new_owner_key
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 log = logging.getLogger("iriis")
 
@@ -134,7 +137,7 @@ def start_session_pool(settings: Any, database_url: str) -> None:
 SCHEDULER_WATCH_SECONDS = 10.0
 
 
-def watch_scheduler(handle: Any, stop: threading.Event) -> None:
+def watch_scheduler(handle: ActorHandle, stop: threading.Event) -> None:
     """Every few seconds, ask the scheduler to start whatever loop is not running: a restarted
     scheduler starts its own, and this covers a restart whose own start was lost, or a loop
     that ended on an error (it is reported, then started again)."""
@@ -150,7 +153,7 @@ def watch_scheduler(handle: Any, stop: threading.Event) -> None:
     threading.Thread(target=run, name="iriis-scheduler-watch", daemon=True).start()
 
 
-def stop_scheduler(handle: Any) -> None:
+def stop_scheduler(handle: ActorHandle) -> None:
     """Stop the scheduler's loops, handing back the tasks it runs, and end it: the next
     `iriis serve` starts one with its own configuration."""
     import ray

@@ -32,7 +32,7 @@ from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.providers.types import AllProvidersFailed, Delta, ProviderError
-from actors.session.events import ConfirmRequest, TurnError, TurnEvent, TurnRequest, to_wire
+from actors.session.events import ConfirmRequest, Sentence, TurnError, TurnEvent, TurnRequest, to_wire
 from actors.session.loop import TurnContext, run_turn
 from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
@@ -233,7 +233,7 @@ class AgentLoop:
             mark("loop.tools", request.session_id)
             async for event in run_turn(self._model(True), messages, toolbox, request.max_steps,
                                         private_device_audit(self._context(request, sources), toolbox)):
-                if event.type == "sentence":
+                if isinstance(event, Sentence):
                     mark("loop.sentence", request.session_id)
                 yield event
         except AllProvidersFailed as exc:

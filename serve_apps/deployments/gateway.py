@@ -18,6 +18,8 @@ from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from ray import serve
 from ray.exceptions import RayActorError
+from ray.actor import ActorHandle
+from ray.serve.handle import DeploymentHandle
 from starlette.routing import Route
 
 from actors.common.trace import mark
@@ -33,6 +35,7 @@ from actors.session.start_queue import SessionsBusy
 from actors.session.events import (
     ENDS_TURN,
     Done,
+    Sentence,
     SessionStarted,
     TurnError,
     TurnStarted,
@@ -41,41 +44,22 @@ from actors.session.events import (
 from actors.store.models import HEALTH_CHANNEL, new_id
 from actors.store.store import Store
 from serve_apps.deployments import backpressure
+from serve_apps.deployments.api import api_router, page_router
 from serve_apps.deployments.backpressure import OVERLOADED
 from serve_apps.http.agent_mcp import AgentMcpApp
 from serve_apps.http.context import GatewayConfig, GatewayContext
-from serve_apps.http.errors import ApiError, app
+from serve_apps.http.app import app
+from serve_apps.http.errors import ApiError
 from serve_apps.http.models import Health
 from serve_apps.http.nul import RefuseNul
 from serve_apps.http.openapi import install as install_openapi
-from serve_apps.routes.admin import router as admin_router
-from serve_apps.routes.auth import router as auth_router
-from serve_apps.routes.autonomy import router as autonomy_router
-from serve_apps.routes.chat import router as chat_router
-from serve_apps.routes.confirmations import router as confirmations_router
-from serve_apps.routes.devices import router as devices_router
-from serve_apps.routes.events import router as events_router
-from serve_apps.routes.files import router as files_router
-from serve_apps.routes.memory import router as memory_router
-from serve_apps.routes.people import router as people_router
-from serve_apps.routes.tasks import router as tasks_router
-from serve_apps.routes.push import router as push_router
-from serve_apps.routes.calls import router as calls_router
-from serve_apps.routes.telegram import router as telegram_router
-from serve_apps.routes.voice import router as voice_router
-from serve_apps.routes.web import router as web_router
-from serve_apps.sockets.camera import router as camera_router
-from serve_apps.sockets.devices import router as device_socket_router
 
 __all__ = ["Gateway", "GatewayConfig"]
 
 log = logging.getLogger(__name__)
 
-for _router in (memory_router, camera_router, people_router, devices_router, device_socket_router,
-                events_router, auth_router, chat_router, confirmations_router, files_router, admin_router,
-                tasks_router, autonomy_router, push_router, calls_router, telegram_router, voice_router,
-                web_router):
-    app.include_router(_router)
+app.include_router(api_router)
+app.include_router(page_router)
 # /openapi.json tells the truth: the error shape, the statuses each route answers, its media types.
 install_openapi(app, unthrottled=backpressure.EXEMPT)
 # A NUL character (which PostgreSQL cannot store) is a 422 at the edge, never a 500 in a write.
@@ -97,7 +81,7 @@ _gate: backpressure.InFlight | None = None
 )
 @serve.ingress(app)
 class Gateway:
-    def __init__(self, agent: Any, config: GatewayConfig, perception: Any = None,
+    def __init__(self, agent: DeploymentHandle, config: GatewayConfig, perception: DeploymentHandle | None = None,
                  max_ongoing: int = 200, retry_after: int = 2) -> None:
         install_log_masking()
         global _gate
@@ -136,7 +120,7 @@ class Gateway:
         sid = session_id or new_id()
         reply: dict[str, Any] = {"session_id": sid}
 
-        def start(actor: Any) -> Any:
+        def start(actor: ActorHandle) -> Any:
             return actor.chat.options(num_returns="streaming").remote(message, attended=False)
 
         try:
@@ -192,7 +176,7 @@ class Gateway:
                            "leave out session_id to start a health-check session.")
         return handle
 
-    async def _turn(self, session_id: str, handle: Any, start: Any) -> tuple[Any, Any, Any]:
+    async def _turn(self, session_id: str, handle: ActorHandle, start: Any) -> tuple[Any, Any, Any]:
         """Start a turn and wait for its first event (the turn's id, sent at once), before any
         response is sent. If that actor has gone (it exited while idle, or is restarting after
         a death) the turn never began there: it goes once more to the actor found the careful
@@ -207,7 +191,7 @@ class Gateway:
             raise ApiError(503, "session_unavailable", lost_turn(exc).error.message,
                            headers={"Retry-After": "2"}) from None
 
-    def _sse(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
+    def _sse(self, handle: ActorHandle, session_id: str, events: Any, reader_is_person: bool = True,
              first: Any = None) -> StreamingResponse:
         async def stream():
             turn_id = None
@@ -218,8 +202,8 @@ class Gateway:
                         turn_id = event.turn_id
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))
                         continue
-                    finished = event.type in ENDS_TURN
-                    if event.type == "sentence":
+                    finished = isinstance(event, ENDS_TURN)
+                    if isinstance(event, Sentence):
                         mark("gateway.sentence", session_id)
                     yield sse(event_for_reader(event, reader_is_person))
             except (RayActorError, SessionNotFound) as exc:

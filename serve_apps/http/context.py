@@ -15,6 +15,8 @@ from typing import Any
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from ray.exceptions import RayActorError
+from ray.actor import ActorHandle
+from ray.serve.handle import DeploymentHandle
 from starlette.requests import HTTPConnection
 
 from actors.camera.actor import CameraConfig
@@ -52,8 +54,8 @@ class GatewayConfig(BaseModel):
 class GatewayContext:
     """One per Gateway replica, on `app.state.gateway`; reached through `deps.GatewayDep`."""
 
-    def __init__(self, *, store: Store, hashes: frozenset[str], config: GatewayConfig, agent: Any,
-                 perception: Any, open_session: OpenSession, stream_turn: StreamTurn,
+    def __init__(self, *, store: Store, hashes: frozenset[str], config: GatewayConfig, agent: DeploymentHandle,
+                 perception: DeploymentHandle | None, open_session: OpenSession, stream_turn: StreamTurn,
                  begin_turn: BeginTurn) -> None:
         self.store = store
         # The fixed keys (IRIIS_OWNER_KEYS, this run's internal key) and the stored ones, which
@@ -153,20 +155,20 @@ class GatewayContext:
         actor may have exited since."""
         return await self._open_session(session_id, create, health_check, cached)
 
-    async def begin_turn(self, session_id: str, handle: Any, start: StartTurn) -> tuple[Any, Any, Any]:
+    async def begin_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> tuple[Any, Any, Any]:
         """`start(handle)` and its first event, sent once more to a fresh actor if this one was
         gone before the turn began. Raises ApiError 404 (no such conversation any more) or 503
         (no actor could be reached). Returns (handle, events, first) for `stream`."""
         return await self._begin_turn(session_id, handle, start)
 
-    async def whole_turn(self, session_id: str, handle: Any, start: StartTurn) -> AsyncIterator[Any]:
+    async def whole_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> AsyncIterator[Any]:
         """Every event of a turn begun with `begin_turn` (the same 404/503), for a caller that
         reads the reply whole (/v1/ask, /mcp)."""
         _, events, first = await self.begin_turn(session_id, handle, start)
         async for event in then(first, events):
             yield event
 
-    def stream(self, handle: Any, session_id: str, events: Any, reader_is_person: bool = True,
+    def stream(self, handle: ActorHandle, session_id: str, events: Any, reader_is_person: bool = True,
                first: Any = None) -> StreamingResponse:
         """A running turn's events as SSE (after `first`, when it was read already), shaped
         for who is reading."""

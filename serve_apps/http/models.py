@@ -359,12 +359,6 @@ class MemorySearchList(Page[MemorySearchHit]):
     pass
 
 
-class MemoryLineError(BaseModel):
-    line: int
-    code: str
-    message: str
-
-
 class MemoryImported(BaseModel):
     """What an import did: items inserted, and those skipped as already present (same kind and text)."""
 

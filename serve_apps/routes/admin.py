@@ -28,40 +28,40 @@ from serve_apps.http.models import (
 router = APIRouter()
 
 
-@router.get("/v1/audit")
+@router.get("/audit")
 async def audit(_owner: Owner, store: StoreDep, limit: int = 100) -> AuditList:
     return page(AuditList, await store.list_audit(max(1, min(limit, 1000))))
 
 
-@router.get("/v1/outbox")
+@router.get("/outbox")
 async def outbox(_owner: Owner, store: StoreDep, status: str | None = None) -> OutboxList:
     return page(OutboxList, await store.list_outbox(status))
 
 
-@router.get("/v1/errors")
+@router.get("/errors")
 async def errors(_owner: Owner, limit: int = 50) -> ErrorList:
     return page(ErrorList, await error_log().recent.remote(max(1, min(limit, 200))))
 
 
-@router.get("/v1/providers")
+@router.get("/providers")
 async def providers(_owner: Owner, gw: GatewayDep) -> ProviderList:
     return page(ProviderList, await gw.agent.providers_status.remote())
 
 
-@router.get("/v1/tools")
+@router.get("/tools")
 async def tools(_owner: Owner, gw: GatewayDep) -> ToolList:
     """Every tool server: on, off (with the missing variable), down (restarting)."""
     return page(ToolList, await gw.agent.tools_status.remote())
 
 
-@router.get("/v1/pool")
+@router.get("/pool")
 async def session_pool(_owner: Owner, gw: GatewayDep) -> SessionPoolPublic:
     """The conversation actors' pool and its start queue, as the registry sees them now."""
     found = await registry(gw.config.session, gw.agent)
     return SessionPoolPublic.model_validate(await found.state.remote())
 
 
-@router.get("/v1/preview", responses=error_responses(502))
+@router.get("/preview", responses=error_responses(502))
 async def preview(url: str, _owner: Owner) -> LinkPreview:
     """A link preview fetched server-side through the SSRF guard (re-checked per redirect)."""
     try:

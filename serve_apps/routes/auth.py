@@ -11,6 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from actors.common.hashing import hash_pin, verify_pin
+from actors.devices import people
 from actors.devices.people import OWNER_PIN_KV
 from serve_apps.http.auth import (
     COOKIE_NAME,
@@ -22,7 +23,7 @@ from serve_apps.http.auth import (
     public_key_record,
     revoke_key,
 )
-from serve_apps.http.deps import GatewayDep, Owner
+from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.ids import RowId
 from serve_apps.http.models import AuthCheck, Deleted, OwnerKeyCreated, OwnerKeyList, page
@@ -41,7 +42,7 @@ class PinChange(BaseModel):
     current: str | None = Field(default=None, max_length=32)
 
 
-@router.post("/v1/auth/cookie", status_code=204, response_model=None, responses=error_responses(401))
+@router.post("/auth/cookie", status_code=204, response_model=None, responses=error_responses(401))
 async def set_cookie(request: Request, gw: GatewayDep) -> Response:
     key = presented_key(request)
     await gw.refresh_keys()
@@ -53,19 +54,24 @@ async def set_cookie(request: Request, gw: GatewayDep) -> Response:
     return response
 
 
-@router.post("/v1/auth/logout", status_code=204, response_model=None)
-async def logout() -> Response:
+@router.post("/auth/logout", status_code=204, response_model=None)
+async def logout(request: Request, store: StoreDep) -> Response:
+    """Signs out: the page's owner cookie is dropped, and a person's sign-in token presented
+    here (POST /v1/auth/login's) stops working at once, on every replica."""
+    token = presented_key(request, cookie=False)
+    if token:
+        await people.sign_out(store, token)
     response = Response(status_code=204)
     response.delete_cookie(COOKIE_NAME, path="/")
     return response
 
 
-@router.get("/v1/auth/check")
+@router.get("/auth/check")
 async def auth_check(_owner: Owner) -> AuthCheck:
     return AuthCheck(ok=True)
 
 
-@router.get("/v1/keys")
+@router.get("/keys")
 async def list_keys(request: Request, _owner: Owner, gw: GatewayDep) -> OwnerKeyList:
     await gw.refresh_keys(force=True)
     records = await load_key_records(gw.store)
@@ -77,7 +83,7 @@ async def list_keys(request: Request, _owner: Owner, gw: GatewayDep) -> OwnerKey
     return page(OwnerKeyList, (public_key_record(r, used, current) for r in records), from_environment=environment)
 
 
-@router.post("/v1/keys", status_code=201)
+@router.post("/keys", status_code=201)
 async def new_key(body: NewKey, _owner: Owner, gw: GatewayDep) -> OwnerKeyCreated:
     """A new owner key, shown this once; it works at once."""
     key, record = await create_key(gw.store, body.label, time.time())
@@ -85,7 +91,7 @@ async def new_key(body: NewKey, _owner: Owner, gw: GatewayDep) -> OwnerKeyCreate
     return OwnerKeyCreated(key=key, **public_key_record(record, {}, None))
 
 
-@router.delete("/v1/keys/{key_id}")
+@router.delete("/keys/{key_id}")
 async def delete_key(key_id: RowId, request: Request, _owner: Owner, gw: GatewayDep) -> Deleted:
     """Revoke a stored key; it stops working within a few seconds on every replica."""
     if not await revoke_key(gw.store, key_id):
@@ -94,7 +100,7 @@ async def delete_key(key_id: RowId, request: Request, _owner: Owner, gw: Gateway
     return Deleted(id=key_id, deleted=True)
 
 
-@router.post("/v1/auth/pin", status_code=204, response_model=None)
+@router.post("/auth/pin", status_code=204, response_model=None)
 async def change_pin(body: PinChange, _owner: Owner, gw: GatewayDep) -> Response:
     """Set or change the owner's action PIN; changing one needs the one in use."""
     stored = await gw.store.get_kv(OWNER_PIN_KV)

@@ -10,7 +10,7 @@ from functools import lru_cache
 from fastapi import APIRouter
 from pydantic import BaseModel
 
-from actors.scheduler.autonomy_state import KvState
+from actors.scheduler.autonomy.state import KvState
 from actors.settings import load_settings
 from serve_apps.http.deps import Owner, StoreDep
 from serve_apps.http.models import Page, page
@@ -49,7 +49,7 @@ def configured_budget() -> int:
     return load_settings().iriis_autonomy_tokens_per_day
 
 
-@router.get("/v1/autonomy")
+@router.get("/autonomy")
 async def autonomy(_owner: Owner, store: StoreDep, limit: int = 20) -> AutonomyView:
     state = await KvState(store).load()
     today = state.day

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 from fastapi import APIRouter
+from ray.actor import ActorHandle
 
 from actors.common.names import SCHEDULER, find_actor_async
 from actors.notify import call_store
@@ -48,7 +49,7 @@ def _at(value: float | datetime | str | None, now: float) -> float:
         raise ApiError(422, "invalid_request", f"at: {exc}") from None
 
 
-@router.post("/v1/calls", status_code=201)
+@router.post("/calls", status_code=201)
 async def call_create(body: CallCreate, _owner: Owner, store: StoreDep) -> CallPublic:
     now = time.time()
     at = _at(body.at, now)
@@ -59,21 +60,21 @@ async def call_create(body: CallCreate, _owner: Owner, store: StoreDep) -> CallP
             raise ApiError(422, "invalid_request", f"repeat: {exc}") from None
     call = await call_store.create_call(store, at, body.reason.strip(), now, opening=(body.opening or "").strip(),
                                         repeat=body.repeat, source="user")
-    handle: Any = await find_actor_async(SCHEDULER)
+    handle: ActorHandle = await find_actor_async(SCHEDULER)
     if handle is not None:
         # Not awaited: the row is durable; the watcher's next tick would find it anyway.
         handle.wake_calls.remote()
     return call_public(call, route_config().call_url(call.id))
 
 
-@router.get("/v1/calls")
+@router.get("/calls")
 async def call_list(_owner: Owner, store: StoreDep, status: str | None = None, limit: int = 100) -> CallList:
     config = route_config()
     found = await call_store.list_calls(store, status=status, limit=max(1, min(limit, 1000)))
     return page(CallList, [call_public(c, config.call_url(c.id)) for c in found])
 
 
-@router.get("/v1/calls/{call_id}")
+@router.get("/calls/{call_id}")
 async def call_get(call_id: RowId, _owner: Owner, store: StoreDep) -> CallPublic:
     call = await call_store.get_call(store, call_id)
     if call is None:
@@ -94,16 +95,16 @@ async def _act(store: Any, call_id: int, action: Action) -> CallAnswer:
                       conversation_id=done.conversation_id, opening=done.opening, turn=done.turn)
 
 
-@router.post("/v1/calls/{call_id}/answer", responses=error_responses(409))
+@router.post("/calls/{call_id}/answer", responses=error_responses(409))
 async def call_answer(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "answer")
 
 
-@router.post("/v1/calls/{call_id}/decline", responses=error_responses(409))
+@router.post("/calls/{call_id}/decline", responses=error_responses(409))
 async def call_decline(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "decline")
 
 
-@router.post("/v1/calls/{call_id}/cancel", responses=error_responses(409))
+@router.post("/calls/{call_id}/cancel", responses=error_responses(409))
 async def call_cancel(call_id: RowId, _owner: Owner, store: StoreDep) -> CallAnswer:
     return await _act(store, call_id, "cancel")

@@ -28,19 +28,19 @@ class ProcedureList(Page[ProcedurePublic]):
     pass
 
 
-@router.post("/v1/procedures", status_code=201, response_model=ProcedurePublic)
+@router.post("/procedures", status_code=201, response_model=ProcedurePublic)
 async def procedure_create(body: ProcedureCreate, _owner: Owner, store: StoreDep) -> ProcedurePublic:
     """Define a procedure (steps with acceptance criteria, instruments with span and unit)."""
     procedure_id = await procedures.create(store, body)
     return ProcedurePublic(id=procedure_id, **body.model_dump(mode="json"))
 
 
-@router.get("/v1/procedures", response_model=ProcedureList)
+@router.get("/procedures", response_model=ProcedureList)
 async def procedure_list(_owner: Owner, store: StoreDep) -> ProcedureList:
     return page(ProcedureList, await procedures.list_all(store))
 
 
-@router.get("/v1/procedures/{procedure_id}", response_model=ProcedurePublic)
+@router.get("/procedures/{procedure_id}", response_model=ProcedurePublic)
 async def procedure_get(procedure_id: RowId, _owner: Owner, store: StoreDep) -> ProcedurePublic:
     found = await procedures.get(store, procedure_id)
     if found is None:
@@ -48,7 +48,7 @@ async def procedure_get(procedure_id: RowId, _owner: Owner, store: StoreDep) -> 
     return ProcedurePublic(id=procedure_id, **found.model_dump(mode="json"))
 
 
-@router.delete("/v1/procedures/{procedure_id}", response_model=Deleted)
+@router.delete("/procedures/{procedure_id}", response_model=Deleted)
 async def procedure_delete(procedure_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await procedures.delete(store, procedure_id):
         raise ApiError(404, "not_found", "No procedure with that id.")

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
+from ray.actor import ActorHandle
 
 from actors.common.provenance import untrusted
 from actors.common.trace import mark
@@ -83,7 +84,7 @@ async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person:
                 session_id=session_id)
 
 
-@router.post("/v1/chat", response_class=EventStream, responses=error_responses(404))
+@router.post("/chat", response_class=EventStream, responses=error_responses(404))
 async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     session_id = body.session_id or new_id()
     mark("gateway.in", session_id)
@@ -92,7 +93,7 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
     mark("gateway.session", session_id)
     sources = [str(p) for p in untrusted(body.sources)] or None
 
-    def start(actor: Any) -> Any:
+    def start(actor: ActorHandle) -> Any:
         return actor.chat.options(num_returns="streaming").remote(
             body.message, background=body.background, attended=body.confirmations, sources=sources)
 
@@ -100,7 +101,7 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
     return gw.stream(handle, session_id, events, first=first)
 
 
-@router.get("/v1/sessions/{session_id}/stream", response_class=EventStream)
+@router.get("/sessions/{session_id}/stream", response_class=EventStream)
 async def resume(session_id: str, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     """Follow the running turn again from its start (a reopened client)."""
     check_session_id(session_id)
@@ -109,25 +110,25 @@ async def resume(session_id: str, _owner: Owner, gw: GatewayDep) -> StreamingRes
                      await reader_is_person(gw, session_id))
 
 
-@router.get("/v1/sessions")
+@router.get("/sessions")
 async def list_sessions(_owner: Owner, store: StoreDep) -> SessionList:
     return page(SessionList, (c.model_dump(exclude={"summary_upto"}) for c in await store.list_conversations()))
 
 
-@router.get("/v1/sessions/{session_id}/messages")
+@router.get("/sessions/{session_id}/messages")
 async def messages(session_id: str, _owner: Owner, gw: GatewayDep) -> MessageList:
     check_session_id(session_id)
     return await stored_messages(gw, session_id, await reader_is_person(gw, session_id))
 
 
-@router.get("/v1/sessions/{session_id}/state")
+@router.get("/sessions/{session_id}/state")
 async def session_state(session_id: str, _owner: Owner, gw: GatewayDep) -> SessionState:
     check_session_id(session_id)
     handle = await gw.session(session_id, create=False)
     return SessionState.model_validate(await handle.state.remote())
 
 
-@router.post("/v1/sessions/{session_id}/cancel")
+@router.post("/sessions/{session_id}/cancel")
 async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelRequest | None = None) -> Cancelled:
     """Barge-in: stop the turn; history keeps only what the owner says they heard."""
     check_session_id(session_id)
@@ -137,7 +138,7 @@ async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelReq
     return Cancelled(session_id=session_id, cancelled=cancelled)
 
 
-@router.post("/v1/sessions/{session_id}/set-aside")
+@router.post("/sessions/{session_id}/set-aside")
 async def set_aside(session_id: str, _owner: Owner, gw: GatewayDep) -> SetAside:
     """The owner sets aside the outside content this conversation has seen (a relay peer's
     words, replies written while reading files or pages, a summary folded from them): it stays
@@ -147,7 +148,7 @@ async def set_aside(session_id: str, _owner: Owner, gw: GatewayDep) -> SetAside:
     return SetAside(session_id=session_id, set_aside=await handle.set_aside_outside.remote())
 
 
-@router.delete("/v1/messages/{message_id}")
+@router.delete("/messages/{message_id}")
 async def delete_message(message_id: str, _owner: Owner, gw: GatewayDep) -> MessageDeleted:
     """Delete for good: from storage and from the live conversation the model sees."""
     session_id = await gw.store.message_conversation(message_id)
@@ -168,7 +169,7 @@ async def _retired(gw: GatewayContext, session_id: str) -> None:
         raise ApiError(409, "turn_running", "A reply is still being written; stop it or wait, then try again.")
 
 
-@router.patch("/v1/sessions/{session_id}", responses=error_responses(409))
+@router.patch("/sessions/{session_id}", responses=error_responses(409))
 async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw: GatewayDep) -> SessionRenamed:
     check_session_id(session_id)
     title = clean_title(body.title)
@@ -180,7 +181,7 @@ async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw
     return SessionRenamed(id=session_id, title=title)
 
 
-@router.delete("/v1/sessions/{session_id}", responses=error_responses(409))
+@router.delete("/sessions/{session_id}", responses=error_responses(409))
 async def delete_session(session_id: str, _owner: Owner, gw: GatewayDep) -> Deleted:
     """The conversation and its messages, for good (what memory learned from it stays)."""
     check_session_id(session_id)

@@ -37,6 +37,6 @@ async def answer_confirmation(gw: GatewayContext, confirmation_id: str, approve:
     return ConfirmationResult.model_validate(answer.model_dump())
 
 
-@router.post("/v1/confirmations/{confirmation_id}", responses=error_responses(409))
+@router.post("/confirmations/{confirmation_id}", responses=error_responses(409))
 async def confirm(confirmation_id: str, body: ConfirmationAnswer, _owner: Owner, gw: GatewayDep) -> ConfirmationResult:
     return await answer_confirmation(gw, confirmation_id, body.approve, body.pin)

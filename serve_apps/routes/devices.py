@@ -11,6 +11,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
+from ray.actor import ActorHandle
 
 from actors.common.pins import pin_problem
 from actors.devices import people
@@ -108,7 +109,7 @@ def _base_url(request: Request) -> str:
 
 # -- pairing ----------------------------------------------------------------------------------------
 
-@router.post("/v1/me/devices/codes", status_code=201, responses=error_responses(409))
+@router.post("/me/devices/codes", status_code=201, responses=error_responses(409))
 async def make_code(body: CodeCreate, request: Request, who: Person, store: StoreDep) -> PairingCode:
     """A one-use code for 10 minutes. A new device is a new grant, so it needs the PIN."""
     await _pin_ok(store, who.person_id, body.pin)
@@ -124,7 +125,7 @@ def _address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-@router.post("/v1/devices/pair", responses=error_responses(410, 429))
+@router.post("/devices/pair", responses=error_responses(410, 429))
 async def pair(body: PairRequest, request: Request, store: StoreDep) -> Paired:
     """Spend a code for a device token. Five wrong codes from one address lock it out (429)."""
     limits = device_limits()
@@ -147,7 +148,7 @@ async def pair(body: PairRequest, request: Request, store: StoreDep) -> Paired:
 
 # -- the person's devices --------------------------------------------------------------------------
 
-@router.get("/v1/me/devices")
+@router.get("/me/devices")
 async def my_devices(who: Person, store: StoreDep) -> DeviceList:
     data = []
     for device in await repo.list_devices(store, who.person_id):
@@ -163,7 +164,7 @@ async def _revoke(store: Store, device_id: int, actor: str) -> DeviceRevoked:
     return DeviceRevoked(id=device_id, revoked=True, closed=closed)
 
 
-@router.delete("/v1/me/devices/{device_id}")
+@router.delete("/me/devices/{device_id}")
 async def revoke_mine(device_id: RowId, who: Person, store: StoreDep) -> DeviceRevoked:
     device = await repo.get_device(store, device_id)
     if device is None or device.person_id != who.person_id or device.revoked:
@@ -171,18 +172,18 @@ async def revoke_mine(device_id: RowId, who: Person, store: StoreDep) -> DeviceR
     return await _revoke(store, device_id, f"person:{who.person_id}")
 
 
-@router.get("/v1/admin/devices")
+@router.get("/admin/devices")
 async def admin_devices(_manager: Manager, store: StoreDep) -> DeviceList:
     # Labels, kinds and skills only: what a device returned is never shown here.
     return page(DeviceList, (d.public() for d in await repo.list_devices(store)))
 
 
-@router.delete("/v1/admin/devices/{device_id}")
+@router.delete("/admin/devices/{device_id}")
 async def admin_revoke(device_id: RowId, manager: Manager, store: StoreDep) -> DeviceRevoked:
     return await _revoke(store, device_id, f"person:{manager.person_id}")
 
 
-@router.put("/v1/me/devices/{device_id}/skills/{skill}", responses=error_responses(409))
+@router.put("/me/devices/{device_id}/skills/{skill}", responses=error_responses(409))
 async def switch_skill(device_id: RowId, skill: str, body: SkillSwitch, who: Person, store: StoreDep) -> DeviceSkills:
     """On: the device's own person, with their PIN. Off: no PIN; an owner or admin may switch
     off anyone's, never on."""
@@ -219,26 +220,26 @@ async def _ask_session(gw: GatewayContext, who: Principal, session_id: str | Non
     return sid, await gw.session(sid, create=session_id is None)
 
 
-@router.post("/v1/ask/stream", response_class=EventStream, responses=error_responses(404))
+@router.post("/ask/stream", response_class=EventStream, responses=error_responses(404))
 async def ask_stream(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> StreamingResponse:
     """The turn as server-sent events, like /v1/chat, for the caller's person."""
     sid, handle = await _ask_session(gw, who, body.session_id)
 
-    def start(actor: Any) -> Any:
+    def start(actor: ActorHandle) -> Any:
         return actor.chat.options(num_returns="streaming").remote(body.message, attended=True)
 
     handle, events, first = await gw.begin_turn(sid, handle, start)
     return gw.stream(handle, sid, events, first=first)
 
 
-@router.post("/v1/ask", responses=error_responses(404))
+@router.post("/ask", responses=error_responses(404))
 async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply:
     """One turn, the whole reply at once. Nobody can confirm mid-request here, so confirm-tier
     actions are declined; use /v1/ask/stream to be asked."""
     sid, handle = await _ask_session(gw, who, body.session_id)
     reply: dict[str, Any] = {"session_id": sid}
 
-    def start(actor: Any) -> Any:
+    def start(actor: ActorHandle) -> Any:
         return actor.chat.options(num_returns="streaming").remote(body.message, attended=False)
 
     async for event in gw.whole_turn(sid, handle, start):
@@ -249,7 +250,7 @@ async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply
     return AskReply.model_validate(reply)
 
 
-@router.post("/v1/ask/confirmations/{confirmation_id}", responses=error_responses(403, 409))
+@router.post("/ask/confirmations/{confirmation_id}", responses=error_responses(403, 409))
 async def ask_confirm(confirmation_id: str, body: ConfirmationAnswer, who: PersonOrDevice,
                       gw: GatewayDep) -> ConfirmationResult:
     """Yes or no to a proposed action in one of the caller's person's conversations."""

@@ -29,13 +29,13 @@ def _public(event: dict[str, Any]) -> dict[str, Any]:
     return {k: event.get(k) for k in ("id", "device_id", "event", "title", "text", "data", "ts")}
 
 
-@router.get("/v1/me/events")
+@router.get("/me/events")
 async def list_events(who: Person, store: StoreDep, after: Cursor = 0, limit: int = 200) -> DeviceEventList:
     return page(DeviceEventList, (_public(e) for e in await repo.list_events(store, who.person_id, after,
                                                                               max(1, min(limit, 200)))))
 
 
-@router.get("/v1/me/events/stream", response_class=EventStream)
+@router.get("/me/events/stream", response_class=EventStream)
 async def stream_events(who: Person, store: StoreDep, last_event_id: ResumeHeader = None,
                         after: ResumeQuery = None) -> StreamingResponse:
     """Server-sent `device_event` events for the signed-in person only. Last-Event-ID (or

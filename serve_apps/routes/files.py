@@ -25,7 +25,7 @@ DOWNLOAD = {
 }
 
 
-@router.post("/v1/files", status_code=201, responses=error_responses(413))
+@router.post("/files", status_code=201, responses=error_responses(413))
 async def upload(_owner: Owner, gw: GatewayDep, file: Annotated[UploadFile, File()]) -> FileUploaded:
     limit = gw.config.max_upload_bytes
     data = await file.read(limit + 1)
@@ -39,7 +39,7 @@ async def upload(_owner: Owner, gw: GatewayDep, file: Annotated[UploadFile, File
                         attachment=f"[attachment file:{record.id} {record.name}]")
 
 
-@router.get("/v1/files/{file_id}", response_model=None, responses=DOWNLOAD)
+@router.get("/files/{file_id}", response_model=None, responses=DOWNLOAD)
 async def download(file_id: RowId, _owner: Owner, store: StoreDep, byte_range: ByteRange = None) -> Response:
     found = await store.get_file(file_id)
     if found is None:

@@ -67,13 +67,13 @@ class PersonaRequest(BaseModel):
     revise: bool = False
 
 
-@router.get("/v1/memory")
+@router.get("/memory")
 async def memory_list(_owner: Owner, store: StoreDep, kind: str | None = None, active: bool | None = None,
                       search: str | None = None, limit: int = 200) -> MemoryList:
     return page(MemoryList, await memory.list_items(store, kind, active, search, max(1, min(limit, 2000))))
 
 
-@router.post("/v1/memory", status_code=201)
+@router.post("/memory", status_code=201)
 async def memory_add(body: MemoryCreate, _owner: Owner, store: StoreDep) -> MemoryAdded:
     """Tell the agent something to remember; a near-duplicate reinforces the existing item.
     `created` and `last_used` (optional) load an item with its age."""
@@ -99,7 +99,7 @@ def _record(body: MemoryCreate) -> transfer.MemoryRecord:
     return record
 
 
-@router.get("/v1/memory/search")
+@router.get("/memory/search")
 async def memory_search(_owner: Owner, store: StoreDep, encoder: SearchEncoder,
                         q: Annotated[str, Query(min_length=1, max_length=500)],
                         limit: Annotated[int, Query(ge=1, le=MAX_SEARCH)] = 20,
@@ -112,7 +112,7 @@ async def memory_search(_owner: Owner, store: StoreDep, encoder: SearchEncoder,
                                     "why": f.why.model_dump()} for f in found])
 
 
-@router.get("/v1/memory/export", response_class=JsonLines)
+@router.get("/memory/export", response_class=JsonLines)
 async def memory_export(_owner: Owner, store: StoreDep) -> StreamingResponse:
     """Every memory item, active or retired, one JSON object per line with every field."""
     return StreamingResponse(memory.iter_export(store), media_type="application/x-ndjson",
@@ -124,7 +124,7 @@ IMPORT_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjs
     "type": "string", "description": "Memory items, one JSON object per line (what /v1/memory/export writes)."}}}}}
 
 
-@router.post("/v1/memory/import", status_code=201, response_model=MemoryImported,
+@router.post("/memory/import", status_code=201, response_model=MemoryImported,
              responses=error_responses(413), openapi_extra=IMPORT_BODY)
 async def memory_import(request: Request, _owner: Owner, store: StoreDep) -> MemoryImported | JSONResponse:
     """Items as JSON lines (what /v1/memory/export writes). All or nothing: one bad line and
@@ -150,13 +150,13 @@ async def memory_import(request: Request, _owner: Owner, store: StoreDep) -> Mem
     return MemoryImported(inserted=inserted, skipped=skipped)
 
 
-@router.get("/v1/memory/events")
+@router.get("/memory/events")
 async def memory_events(_owner: Owner, store: StoreDep, event: str | None = None, limit: int = 200) -> MemoryEventList:
     """What memory did: inserts, reinforcements, updates, retirements, selections, reflections."""
     return page(MemoryEventList, await memory.list_events(store, event, max(1, min(limit, 2000))))
 
 
-@router.get("/v1/memory/persona", responses=error_responses(404))
+@router.get("/memory/persona", responses=error_responses(404))
 async def persona_get(_owner: Owner, store: StoreDep) -> PersonaPublic:
     record = await store.get_kv(memory.PERSONA_KV)
     if not record:
@@ -165,7 +165,7 @@ async def persona_get(_owner: Owner, store: StoreDep) -> PersonaPublic:
     return PersonaPublic.model_validate(record)
 
 
-@router.post("/v1/memory/persona", responses=error_responses(409))
+@router.post("/memory/persona", responses=error_responses(409))
 async def persona_write(_owner: Owner, gw: GatewayDep, body: PersonaRequest | None = None) -> PersonaWritten:
     """Write the persona now (or revise it slightly with {"revise": true})."""
     result = await gw.agent.author_persona.remote(bool(body and body.revise))
@@ -180,7 +180,7 @@ CONSOLIDATED = {200: {"description": "The report as JSON; with Accept: text/even
                       "content": {"application/json": {"schema": {"type": "object"}}, **EVENTS}}}
 
 
-@router.post("/v1/memory/consolidate", response_model=None, responses=CONSOLIDATED)
+@router.post("/memory/consolidate", response_model=None, responses=CONSOLIDATED)
 async def consolidate(request: Request, _owner: Owner, gw: GatewayDep) -> Response:
     """The nightly consolidation, run now. With Accept: text/event-stream the steps stream as
     `progress` events before the `report`; otherwise the report comes back as JSON."""
@@ -201,7 +201,7 @@ async def consolidate(request: Request, _owner: Owner, gw: GatewayDep) -> Respon
     return JSONResponse(report_)
 
 
-@router.get("/v1/export/exchanges.jsonl", response_class=JsonLines)
+@router.get("/export/exchanges.jsonl", response_class=JsonLines)
 async def export_exchanges(_owner: Owner, gw: GatewayDep) -> StreamingResponse:
     """Every exchange, one JSON object per line, with `corrected` set when the owner's
     next message corrected the agent."""
@@ -214,7 +214,7 @@ async def export_exchanges(_owner: Owner, gw: GatewayDep) -> StreamingResponse:
                              headers={"Content-Disposition": 'attachment; filename="exchanges.jsonl"'})
 
 
-@router.get("/v1/memory/{item_id}")
+@router.get("/memory/{item_id}")
 async def memory_get(item_id: RowId, _owner: Owner, store: StoreDep) -> MemoryPublic:
     item = await memory.get_item(store, item_id)
     if item is None:
@@ -222,7 +222,7 @@ async def memory_get(item_id: RowId, _owner: Owner, store: StoreDep) -> MemoryPu
     return MemoryPublic.model_validate(item.model_dump())
 
 
-@router.delete("/v1/memory/{item_id}")
+@router.delete("/memory/{item_id}")
 async def memory_delete(item_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await memory.delete_item(store, item_id):
         raise ApiError(404, "not_found", "No memory item with that id.")

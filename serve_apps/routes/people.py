@@ -33,7 +33,7 @@ class SignIn(BaseModel):
     password: str = Field(min_length=1, max_length=200)
 
 
-@router.post("/v1/auth/login", responses=error_responses(401))
+@router.post("/auth/login", responses=error_responses(401))
 async def login(body: SignIn, store: StoreDep) -> SignedIn:
     found = await people.sign_in(store, body.email, body.password)
     if found is None:
@@ -42,20 +42,20 @@ async def login(body: SignIn, store: StoreDep) -> SignedIn:
     return SignedIn(token=token, person=PersonPublic.model_validate(person.public()))
 
 
-@router.get("/v1/me")
+@router.get("/me")
 async def me(who: Person, store: StoreDep) -> PersonPublic:
     person = await people.get_person(store, who.person_id)
     return PersonPublic.model_validate(person.public() if person else {"id": who.person_id, "role": who.role})
 
 
-@router.get("/v1/me/sessions")
+@router.get("/me/sessions")
 async def my_sessions(who: Person, store: StoreDep) -> SessionList:
     """The signed-in person's own conversations (never anyone else's)."""
     return page(SessionList, (c.model_dump(exclude={"summary_upto"})
                               for c in await repo.person_conversations(store, who.person_id)))
 
 
-@router.get("/v1/me/sessions/{session_id}/messages")
+@router.get("/me/sessions/{session_id}/messages")
 async def my_messages(session_id: str, who: Person, gw: GatewayDep) -> MessageList:
     """One of the person's own conversations, whole (their device's output included: it is theirs)."""
     check_session_id(session_id)
@@ -66,12 +66,12 @@ async def my_messages(session_id: str, who: Person, gw: GatewayDep) -> MessageLi
     return await stored_messages(gw, session_id, reader_is_person=True)
 
 
-@router.get("/v1/admin/people")
+@router.get("/admin/people")
 async def list_people(_manager: Manager, store: StoreDep) -> PersonList:
     return page(PersonList, (p.public() for p in await people.list_people(store)))
 
 
-@router.delete("/v1/admin/people/{person_id}", responses=error_responses(409))
+@router.delete("/admin/people/{person_id}", responses=error_responses(409))
 async def remove_person(person_id: RowId, manager: Manager, store: StoreDep) -> PersonRemoved:
     """Removing a person revokes every device of theirs and closes it (4403)."""
     devices = await repo.list_devices(store, person_id)

@@ -10,6 +10,7 @@ No `from __future__ import annotations`: FastAPI must see real types in the rout
 from typing import Any
 
 from fastapi import APIRouter
+from ray.actor import ActorHandle
 
 from actors.common.names import SCHEDULER, find_actor_async
 from actors.devices.people import OWNER_ID
@@ -33,18 +34,18 @@ router = APIRouter()
 
 
 async def wake_notify() -> None:
-    handle: Any = await find_actor_async(SCHEDULER)
+    handle: ActorHandle = await find_actor_async(SCHEDULER)
     if handle is not None:
         # Not awaited: the row is durable already; the next pass would find it anyway.
         handle.wake_notify.remote()
 
 
-@router.get("/v1/push/key")
+@router.get("/push/key")
 async def push_key(_owner: Owner, store: StoreDep) -> PushKey:
     return PushKey(key=(await webpush.vapid_keys(store)).public)
 
 
-@router.post("/v1/push/subscriptions", status_code=201)
+@router.post("/push/subscriptions", status_code=201)
 async def push_subscribe(body: PushSubscriptionBody, _owner: Owner, store: StoreDep) -> PushSubscriptionPublic:
     problem = webpush.check_keys(body.keys)
     if problem:
@@ -53,20 +54,20 @@ async def push_subscribe(body: PushSubscriptionBody, _owner: Owner, store: Store
     return PushSubscriptionPublic(**sub.model_dump())
 
 
-@router.get("/v1/push/subscriptions")
+@router.get("/push/subscriptions")
 async def push_subscriptions(_owner: Owner, store: StoreDep) -> PushSubscriptionList:
     return page(PushSubscriptionList, [PushSubscriptionPublic(**s.model_dump())
                                        for s in await webpush.list_subscriptions(store)])
 
 
-@router.delete("/v1/push/subscriptions/{sub_id}")
+@router.delete("/push/subscriptions/{sub_id}")
 async def push_unsubscribe(sub_id: RowId, _owner: Owner, store: StoreDep) -> Deleted:
     if not await webpush.delete_subscription(store, sub_id):
         raise ApiError(404, "not_found", f"No push subscription {sub_id}.")
     return Deleted(id=sub_id, deleted=True)
 
 
-@router.post("/v1/push/test", status_code=202)
+@router.post("/push/test", status_code=202)
 async def push_test(_owner: Owner, store: StoreDep) -> Queued:
     """A test notification on every configured channel (see GET /v1/outbox for how it went)."""
     item_id = await store.add_outbox(OutboxItem(kind="test", title="Iriis", body="Notifications work."))
@@ -74,7 +75,7 @@ async def push_test(_owner: Owner, store: StoreDep) -> Queued:
     return Queued(id=item_id)
 
 
-@router.get("/v1/notify/channels")
+@router.get("/notify/channels")
 async def notify_channels(_owner: Owner, store: StoreDep) -> ChannelsPublic:
     config = route_config()
     return ChannelsPublic(push_subscriptions=len(await webpush.list_subscriptions(store)), ntfy=config.ntfy_on,

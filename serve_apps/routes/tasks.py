@@ -62,7 +62,7 @@ async def _scheduler() -> Any | None:
     return await find_actor_async(SCHEDULER)
 
 
-@router.post("/v1/tasks", status_code=201)
+@router.post("/tasks", status_code=201)
 async def task_create(body: TaskCreate, _owner: Owner, store: StoreDep) -> TaskPublic:
     try:
         row = await tasks.create_task(store, body.title, body.goal, time.time(), run_at=_epoch(body.run_at),
@@ -76,13 +76,13 @@ async def task_create(body: TaskCreate, _owner: Owner, store: StoreDep) -> TaskP
     return TaskPublic.model_validate(row.model_dump())
 
 
-@router.get("/v1/tasks")
+@router.get("/tasks")
 async def task_list(_owner: Owner, store: StoreDep, status: str | None = None, kind: str | None = None,
                     limit: int = 100) -> TaskList:
     return page(TaskList, await tasks.list_tasks(store, status=status, kind=kind, limit=max(1, min(limit, 1000))))
 
 
-@router.get("/v1/tasks/{task_id}")
+@router.get("/tasks/{task_id}")
 async def task_get(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPublic:
     row = await tasks.get_task(store, task_id)
     if row is None:
@@ -90,7 +90,7 @@ async def task_get(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPublic
     return TaskPublic.model_validate(row.model_dump())
 
 
-@router.delete("/v1/tasks/{task_id}")
+@router.delete("/tasks/{task_id}")
 async def task_cancel(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPublic:
     """Cancel a scheduled or running task; a finished one is answered as it is."""
     row = await tasks.cancel_task(store, task_id, time.time())
@@ -99,7 +99,7 @@ async def task_cancel(task_id: RowId, _owner: Owner, store: StoreDep) -> TaskPub
     return TaskPublic.model_validate(row.model_dump())
 
 
-@router.get("/v1/scheduler")
+@router.get("/scheduler")
 async def scheduler_status(_owner: Owner) -> SchedulerStatus:
     handle = await _scheduler()
     if handle is None:

@@ -12,9 +12,10 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request
+from ray.actor import ActorHandle
 
 from actors.common.names import SCHEDULER, find_actor_async
-from actors.notify.telegram import webhook_path, webhook_secret
+from actors.notify.telegram import WEBHOOK_ROUTE, webhook_secret
 from serve_apps.http.errors import ApiError, error_responses
 from serve_apps.http.notify_models import TelegramAck, route_config
 
@@ -27,7 +28,7 @@ UPDATE = {"requestBody": {"required": True, "content": {"application/json": {"sc
     "type": "object", "description": "A Telegram Update."}}}}}
 
 
-@router.post(webhook_path(), responses=error_responses(401, 404), openapi_extra=UPDATE)
+@router.post(WEBHOOK_ROUTE, responses=error_responses(401, 404), openapi_extra=UPDATE)
 async def telegram_webhook(request: Request, sent: Secret = "") -> TelegramAck:
     config = route_config()
     if not config.telegram_on or not config.telegram_token:
@@ -41,7 +42,7 @@ async def telegram_webhook(request: Request, sent: Secret = "") -> TelegramAck:
         raise ApiError(400, "invalid_json", "The request body is not valid JSON.") from None
     if not isinstance(update, dict):
         raise ApiError(422, "invalid_request", "An update is a JSON object.")
-    handle: Any = await find_actor_async(SCHEDULER)
+    handle: ActorHandle = await find_actor_async(SCHEDULER)
     if handle is None:
         raise ApiError(503, "scheduler_unavailable", "The scheduler is not running; Telegram will retry.")
     return TelegramAck(ok=bool(await handle.telegram_update.remote(update)))

@@ -22,6 +22,7 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
+from ray.actor import ActorHandle
 
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import event_for_reader
@@ -64,7 +65,7 @@ class _Closed(Exception):
 class VoiceConnection:
     """One voice socket: its utterance state, its play log, and the turn (and audio) running."""
 
-    def __init__(self, ws: WebSocket, gw: Any, who: Principal, session_id: str, handle: Any, speech: Any) -> None:
+    def __init__(self, ws: WebSocket, gw: Any, who: Principal, session_id: str, handle: ActorHandle, speech: Any) -> None:
         self.ws, self.gw, self.who = ws, gw, who
         self.session_id, self.handle, self.speech = session_id, handle, speech
         self.utter = Utterance()
@@ -129,7 +130,7 @@ class VoiceConnection:
                     queue.add(event.text)
                 if isinstance(event, Done) and not event.cancelled:
                     self.reply_id = event.message_id
-                if event.type in ENDS_TURN:
+                if isinstance(event, ENDS_TURN):
                     break
         except asyncio.CancelledError:
             queue.stop()
@@ -356,7 +357,7 @@ def _busy(exc: ApiError) -> _Closed | None:
     return _Closed(p.CLOSE_BUSY, exc.message)
 
 
-@router.websocket("/v1/voice/ws")
+@router.websocket("/voice/ws")
 async def voice_socket(ws: WebSocket) -> None:
     gw = context_of(ws)
     await ws.accept()

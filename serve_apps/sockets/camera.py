@@ -19,6 +19,7 @@ from fastapi import APIRouter, WebSocket
 from ray.exceptions import ActorDiedError, RayActorError
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
+from ray.actor import ActorHandle
 
 from actors.camera.actor import camera_actor, find_camera
 from actors.camera.events import CameraEvent, Hello, State
@@ -70,7 +71,7 @@ class RemoteCamera:
     killed: a call that met the death is made once more, after `start` (which restores the
     stream's settings from the store)."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: ActorHandle) -> None:
         self.handle = handle
 
     async def _call(self, method: str, *args: Any) -> Any:
@@ -117,7 +118,7 @@ class RemoteCamera:
 class RemotePerception:
     """The PerceptionPort over the Perception deployment: frames go by object ref."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: ActorHandle) -> None:
         self.handle = handle
 
     def put(self, data: bytes) -> Any:
@@ -127,7 +128,7 @@ class RemotePerception:
         return await self.handle.perceive.remote([frame], index, **options)
 
 
-async def _forward(handle: Any, listener: str, send: Sender) -> None:
+async def _forward(handle: ActorHandle, listener: str, send: Sender) -> None:
     """The actor's events onto the socket. The owner's stream follows an actor restarted in
     place (subscribing again after `start`); a viewer's ends with it."""
     while True:
@@ -146,7 +147,7 @@ async def _forward(handle: Any, listener: str, send: Sender) -> None:
 
 
 
-@router.websocket("/v1/camera/ws")
+@router.websocket("/camera/ws")
 async def camera_socket(ws: WebSocket) -> None:
     await ws.accept()
     gw = context_of(ws)
@@ -169,7 +170,7 @@ async def _stream(ws: WebSocket, gw: Any, stream_id: str) -> None:
     """The owner's stream, its place under the cap held."""
     send = Sender(ws)
     session_id = new_id()
-    handle: Any = None
+    handle: ActorHandle | None = None
     core: StreamCore | None = None
     try:
         try:

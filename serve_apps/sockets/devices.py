@@ -100,7 +100,7 @@ async def _receive(ws: WebSocket, limits: DeviceLimits, kind: str, seconds: floa
         return _Invalid(exc)
 
 
-@router.websocket("/v1/devices/ws")
+@router.websocket("/devices/ws")
 async def device_ws(websocket: WebSocket) -> None:
     gw = websocket.app.state.gateway
     limits = device_limits()

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from actors.common.errors import IriisError
 from actors.session.pool import registry
 from actors.session.start_queue import SessionsBusy
 
@@ -20,8 +21,10 @@ log = logging.getLogger(__name__)
 CLOSE_TRY_LATER = 1013
 
 
-class NoRoom(Exception):
+class NoRoom(IriisError):
     """No place for this socket now; `reason` fits a WebSocket close frame (123 bytes)."""
+
+    code = "overloaded"
 
     def __init__(self, retry_after: int) -> None:
         self.retry_after = retry_after

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from actors.common.errors import IriisError
+
 VERSION = "0.3.36"
 REQUIREMENT = f"llama-cpp-python=={VERSION}"
 CMAKE_ARGS = "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"
@@ -28,8 +30,10 @@ _STEP = re.compile(r"\[(\d+)/(\d+)\]")
 Progress = Callable[[str, str], None]
 
 
-class BuildError(Exception):
+class BuildError(IriisError):
     """llama-cpp-python could not be built or installed; the message says why in one line."""
+
+    code = "build_failed"
 
 
 def runtime_ready(python: str = sys.executable) -> bool:

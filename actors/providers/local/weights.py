@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from actors.common.errors import IriisError
 from actors.providers.local.catalog import LocalChoice, WeightSource
 
 GGUF_MAGIC = b"GGUF"
@@ -24,8 +25,10 @@ _CHUNK = 4 * 1024 * 1024
 Progress = Callable[[str, str], None]
 
 
-class WeightsError(Exception):
+class WeightsError(IriisError):
     """The model file could not be fetched, or is not the file it should be."""
+
+    code = "weights_refused"
 
 
 def _noop(stage: str, detail: str) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 
+from actors.common.errors import IriisError
 
-class ArtefactError(ValueError):
+
+class ArtefactError(IriisError, ValueError):
     """The request cannot become an artefact; the message says why in one line."""
+
+    code = "artefact_error"
 
 
 MIME = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.providers.types import ProviderError
 from actors.providers.vision_http import ask_vision_any, configured_providers
-from actors.tools.inspect_media import (
+from actors.tools.inspect.media import (
     clock,
     inspect_audio,
     length_text,
@@ -20,7 +20,7 @@ from actors.tools.inspect_media import (
     soundtrack_text,
     video_stream,
 )
-from actors.tools.inspect_model import Inspection, SaveFile, Tile, inspect_timeout
+from actors.tools.inspect.model import Inspection, SaveFile, Tile, inspect_timeout
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage

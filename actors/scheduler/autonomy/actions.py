@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from actors.notify import call_store
 from actors.scheduler import tasks
-from actors.scheduler.autonomy_decision import Decision
+from actors.scheduler.autonomy.decision import Decision
 from actors.store.models import OutboxItem
 from actors.store.store import Store
 

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from actors.scheduler.autonomy_clock import DEFAULT_CHECK_MINUTES
-from actors.scheduler.autonomy_situation import FEEDBACK_DAYS, ReachOut
+from actors.scheduler.autonomy.clock import DEFAULT_CHECK_MINUTES
+from actors.scheduler.autonomy.situation import FEEDBACK_DAYS, ReachOut
 from actors.store.store import Store
 
 AUTONOMY_KV = "autonomy_state"

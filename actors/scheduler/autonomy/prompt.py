@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
-from actors.scheduler.autonomy_situation import Situation, feedback_line, render_full, render_triage
+from actors.scheduler.autonomy.situation import Situation, feedback_line, render_full, render_triage
 
 INNER_PROMPT = """You are Iriis, the owner's personal agent, thinking on your own between conversations.
 You can reach ONLY the owner: nothing you decide can contact anyone else.

@@ -32,11 +32,11 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Tool
 from pydantic import ValidationError
 
 from actors.tools.config import ServerConfig
-from actors.tools.mcp_outcomes import (
+from actors.tools.mcp.outcomes import (
     CallOutcome, McpCallError, McpConnectError, McpError, McpTimeout, McpUnavailable, describe_error,
     result_text)
-from actors.tools.mcp_resolve import Scrubber, resolve_server
-from actors.tools.mcp_streams import StderrTail, watched
+from actors.tools.mcp.resolve import Scrubber, resolve_server
+from actors.tools.mcp.streams import StderrTail, watched
 
 logger = logging.getLogger(__name__)
 

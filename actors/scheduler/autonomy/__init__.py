@@ -34,14 +34,14 @@ from actors.memory import jobs
 from actors.memory.apply import apply_ops
 from actors.memory.model import Mood
 from actors.memory.reflection import DeactivateOp, SetMoodOp
-from actors.scheduler.autonomy_actions import ActionSink, PlaceCall, StoreActions, carry_out
-from actors.scheduler.autonomy_clock import MIN_CHECK_MINUTES, RestHours, clamp_minutes, local_day, next_midnight
-from actors.scheduler.autonomy_decision import (
+from actors.scheduler.autonomy.actions import ActionSink, PlaceCall, StoreActions, carry_out
+from actors.scheduler.autonomy.clock import MIN_CHECK_MINUTES, RestHours, clamp_minutes, local_day, next_midnight
+from actors.scheduler.autonomy.decision import (
     BACKGROUND, REACH_OUTS, Decision, estimate_tokens, messages_tokens, parse_decision, parse_plan, parse_triage)
-from actors.scheduler.autonomy_prompt import decision_messages, plan_messages, triage_messages
-from actors.scheduler.autonomy_situation import (
+from actors.scheduler.autonomy.prompt import decision_messages, plan_messages, triage_messages
+from actors.scheduler.autonomy.situation import (
     ReachOut, Situation, SituationSource, StoreSituation, changed_keys, day_start_of, fingerprint)
-from actors.scheduler.autonomy_state import AutonomyState, DecisionRecord, KvState, StateStore
+from actors.scheduler.autonomy.state import AutonomyState, DecisionRecord, KvState, StateStore
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)

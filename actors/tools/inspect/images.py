@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.providers.types import ProviderError
 from actors.providers.vision_http import ask_vision_any, configured_providers
-from actors.tools.inspect_model import NO_VISION, Inspection, inspect_timeout
+from actors.tools.inspect.model import NO_VISION, Inspection, inspect_timeout
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage

@@ -19,8 +19,8 @@ from mcp_types import Tool
 
 from actors.common.toolspec import ToolSpec
 from actors.tools.config import RestartPolicy, ServerConfig
-from actors.tools.mcp_client import McpConnection
-from actors.tools.mcp_outcomes import McpError
+from actors.tools.mcp.client import McpConnection
+from actors.tools.mcp.outcomes import McpError
 
 logger = logging.getLogger(__name__)
 

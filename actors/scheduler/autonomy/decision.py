@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from actors.common.jsonish import find_object
 from actors.memory.reflection import MoodNote
-from actors.scheduler.autonomy_clock import DEFAULT_CHECK_MINUTES, clamp_minutes
+from actors.scheduler.autonomy.clock import DEFAULT_CHECK_MINUTES, clamp_minutes
 
 Action = Literal["none", "message", "call", "task", "work", "practice", "emergency"]
 ACTIONS: tuple[str, ...] = ("none", "message", "call", "task", "work", "practice", "emergency")

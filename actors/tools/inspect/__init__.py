@@ -20,10 +20,10 @@ import zipfile
 from collections.abc import Mapping
 
 from actors.common.attachments import extract_text
-from actors.tools.inspect_docs import document_text
-from actors.tools.inspect_images import inspect_image
-from actors.tools.inspect_media import inspect_audio, video_stream
-from actors.tools.inspect_model import (
+from actors.tools.inspect.docs import document_text
+from actors.tools.inspect.images import inspect_image
+from actors.tools.inspect.media import inspect_audio, video_stream
+from actors.tools.inspect.model import (
     MAX_CHARS,
     NO_SPEECH,
     NO_VISION,
@@ -33,7 +33,7 @@ from actors.tools.inspect_model import (
     Tile,
     cap_text,
 )
-from actors.tools.inspect_video import contact_sheet, inspect_video
+from actors.tools.inspect.video import contact_sheet, inspect_video
 
 __all__ = ["MAX_CHARS", "NO_SPEECH", "NO_VISION", "FileKind", "Inspection", "SaveFile", "Tile", "contact_sheet",
            "detect_kind", "inspect_bytes", "inspect_file"]

@@ -1,6 +1,6 @@
 """What an MCP connection hands back: the outcome of a call, and errors fit to show.
 
-Error text raised from here on is already scrubbed (see actors.tools.mcp_resolve.Scrubber) and
+Error text raised from here on is already scrubbed (see actors.tools.mcp.resolve.Scrubber) and
 one line; `describe_error` makes that line from whatever the SDK or the transport raised.
 """
 
@@ -21,9 +21,13 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from actors.common.errors import IriisError
 
-class McpError(Exception):
+
+class McpError(IriisError):
     """Base for connection errors; str() is scrubbed, one line."""
+
+    code = "tool_server_error"
 
 
 class McpConnectError(McpError):

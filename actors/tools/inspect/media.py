@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from actors.providers.speech import transcribe_any
 from actors.providers.types import ProviderError
 from actors.providers.vision_http import configured_providers
-from actors.tools.inspect_model import NO_SPEECH, Inspection, inspect_timeout
+from actors.tools.inspect.model import NO_SPEECH, Inspection, inspect_timeout
 
 # Speech endpoints commonly refuse uploads over 25 MB; 16 kHz mono WAV is 32 kB/s.
 MAX_UPLOAD_BYTES = 24 * 1024 * 1024

@@ -7,8 +7,8 @@ import io
 from typing import Any
 
 from actors.common.attachments import extract_text
-from actors.tools.inspect_images import ocr
-from actors.tools.inspect_model import FileKind, size_text
+from actors.tools.inspect.images import ocr
+from actors.tools.inspect.model import FileKind, size_text
 
 # Spreadsheets can hold a million rows; the model needs their shape, not all of them.
 MAX_SHEET_ROWS = 500

@@ -22,7 +22,7 @@ from actors.memory.model import MOOD_KV, PERSONA_KV, Mood, Persona
 from actors.memory.prompt import current_mood, render_memory_block
 from actors.memory.repository import list_items
 from actors.memory.select import select
-from actors.scheduler.autonomy_clock import local, local_day
+from actors.scheduler.autonomy.clock import local, local_day
 from actors.store import schema
 from actors.store.models import HEALTH_CHANNEL
 from actors.store.store import Store
