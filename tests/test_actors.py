@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors.errors import ErrorEntry, error_log, make_entry, report
 from actors.providers.router_actor import RemoteRouter, router_actor
+from actors.recent_errors import ErrorEntry, error_log, make_entry, report
 from actors.settings import ProviderConfig
 from tests import scripted_openai as so
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from ray.exceptions import ActorDiedError, ActorUnavailableError
 
-from actors.common.restart import begin_stream, then, through_restart
+from actors.common.restart import begin_stream, first_then_rest, through_restart
 
 
 def restarting() -> ActorUnavailableError:
@@ -80,7 +80,7 @@ async def test_a_stream_whose_actor_was_gone_goes_once_to_a_fresh_handle() -> No
 
     handle, stream, first = await begin_stream("old", start, refind)
     assert (handle, first, started) == ("new", "turn", ["old", "new"])
-    assert [item async for item in then(first, stream)] == ["turn", "a", "b"]
+    assert [item async for item in first_then_rest(first, stream)] == ["turn", "a", "b"]
 
 
 async def test_a_stream_is_not_sent_a_third_time() -> None:
@@ -103,8 +103,8 @@ async def test_a_live_stream_is_read_once_from_its_first_item() -> None:
         raise AssertionError("a live actor is not replaced")
 
     handle, stream, first = await begin_stream("live", lambda _h: Stream(["turn", "x"]), refind)
-    assert handle == "live" and [item async for item in then(first, stream)] == ["turn", "x"]
-    assert [item async for item in then(None, Stream(["only"]))] == ["only"]
+    assert handle == "live" and [item async for item in first_then_rest(first, stream)] == ["turn", "x"]
+    assert [item async for item in first_then_rest(None, Stream(["only"]))] == ["only"]
 
 
 def test_a_turn_lost_to_an_actor_death_ends_with_an_error_naming_the_cause() -> None:

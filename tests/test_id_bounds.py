@@ -28,11 +28,11 @@ from actors.store.store import Store
 from serve_apps.http import app as http_app
 from serve_apps.http.app import API_PREFIX, answer_errors
 from serve_apps.http.relay_app import build_relay_app
-from serve_apps.routes import auth, calls, camera, devices, events, files, memory, people, push, tasks
+from serve_apps.routes import auth, calls, camera, chat, devices, events, files, memory, people, push, tasks
 from tests.test_tasks_routes import KEY, _Gateway as _TasksGateway
 
 OVER = MAX_ROW_ID + 1
-ROUTERS = (auth, calls, camera, devices, events, files, memory, people, push, tasks)
+ROUTERS = (auth, calls, camera, chat, devices, events, files, memory, people, push, tasks)
 # Every route that takes a row id in its path: (method, path with {id}, body).
 ID_ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/v1/memory/{id}", None),
@@ -181,6 +181,29 @@ async def test_the_stream_ignores_a_resume_point_that_is_not_a_plain_number(api,
         assert reply.status_code == 200, (headers, params, reply.text)
         assert reply.text.startswith(": connected") and "event: device_event" not in reply.text
         assert bus.waited_after[-1] == kept["id"], (headers, params)
+
+
+SESSION_ROUTES = [("GET", "/v1/sessions/{id}/messages", None), ("GET", "/v1/sessions/{id}/state", None),
+                  ("GET", "/v1/sessions/{id}/stream", None), ("POST", "/v1/sessions/{id}/cancel", None),
+                  ("POST", "/v1/sessions/{id}/set-aside", None), ("PATCH", "/v1/sessions/{id}", {"title": "x"}),
+                  ("DELETE", "/v1/sessions/{id}", None), ("GET", "/v1/me/sessions/{id}/messages", None)]
+
+
+@pytest.mark.parametrize("method, path, body", SESSION_ROUTES, ids=[f"{m} {p}" for m, p, _ in SESSION_ROUTES])
+@pytest.mark.parametrize("bad", ["a" * 65, "has.dot", "has space", "é"])
+async def test_a_string_that_cannot_be_a_session_id_is_no_session(api, method: str, path: str,
+                                                                    body: dict[str, Any] | None, bad: str) -> None:
+    _, client, _ = api
+    reply = await client.request(method, path.format(id=httpx.URL(path="/" + bad).path[1:]), json=body)
+    assert reply.status_code == 404 and _error(reply)["code"] == "session_not_found", reply.text
+    # Without a key the caller hears 401 first, whatever the id.
+    anonymous = await client.request(method, path.format(id=bad), json=body, headers={"Authorization": ""})
+    assert anonymous.status_code == 401 and _error(anonymous)["code"] == "unauthorized", anonymous.text
+
+
+def test_a_session_id_at_its_limits_is_taken() -> None:
+    from serve_apps.http.ids import _session_id
+    assert _session_id("a" * 64) == "a" * 64 and _session_id("x") == "x" and _session_id("A-z_0") == "A-z_0"
 
 
 def test_every_integer_path_parameter_has_bounds_in_the_openapi_document() -> None:

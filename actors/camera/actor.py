@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextvars
 import itertools
 import logging
 import os
@@ -34,15 +33,16 @@ from actors.camera.look import fast_provider_free, look
 from actors.camera.review_job import ask_for_report, history_frames, run_review
 from actors.camera.scheduler import LookScheduler
 from actors.camera.state import CameraState
+from actors.common.background import spawn
 from actors.common.errors import ErrorInfo
 from actors.common.names import NAMESPACE, actor_name, find_actor_async
 from actors.common.provenance import Provenance
-from actors.common.restart import begin_stream, reopen_session, then, through_restart
+from actors.common.restart import begin_stream, first_then_rest, reopen_session, through_restart
 from actors.common.untrusted import wrap_content
-from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
+from actors.recent_errors import report
 from actors.session.events import ConfirmAsked, Done, TurnError
 from actors.settings import ProviderConfig
 from actors.store.store import Store
@@ -118,10 +118,7 @@ class CameraActorBase:
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         # A fresh context: work the socket started must not be cancelled with the call that
         # started it (Ray propagates a caller's cancellation through the context).
-        task = asyncio.get_running_loop().create_task(coro, context=contextvars.Context())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        return spawn(coro, self._tasks, fresh_context=True)
 
     def push(self, event: CameraEvent | dict[str, Any], to: str | None = None) -> None:
         """Queue an event for one listener, or all; a listener too slow to drain its queue
@@ -343,7 +340,7 @@ class CameraActorBase:
         try:
             _, events, first = await begin_stream(session, lambda actor: actor.chat.options(
                 num_returns="streaming").remote(message, sources=[CAMERA_SOURCE]), restarted)
-            async for event in then(first, events):
+            async for event in first_then_rest(first, events):
                 # The session's typed turn events (actors.session.events).
                 match event:
                     case ConfirmAsked():

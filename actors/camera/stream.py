@@ -27,6 +27,7 @@ from actors.camera.events import (
 )
 from actors.camera.gate import BadFrame, FrameGate
 from actors.camera.ocr_lane import OcrLane
+from actors.common import background
 from actors.common.errors import ErrorInfo
 from actors.providers.failover import RouterClient
 from actors.providers.speech import transcribe_any
@@ -81,10 +82,7 @@ class StreamCore:
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run beside the read loop (a question's answer, a transcription)."""
-        task = asyncio.get_running_loop().create_task(work)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return task
+        return background.spawn(work, self.tasks)
 
     async def idle(self) -> None:
         """Wait until the frames and the spawned work so far are done (tests)."""

@@ -69,7 +69,7 @@ async def begin_stream(handle: H, start: Callable[[H], Any],
     raise AssertionError("unreachable")
 
 
-async def then(first: Any, stream: Any) -> AsyncIterator[Any]:
+async def first_then_rest(first: Any, stream: Any) -> AsyncIterator[Any]:
     """`first` (read already by `begin_stream`; None for none), then the rest of `stream`."""
     if first is not None:
         yield first

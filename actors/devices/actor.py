@@ -26,17 +26,17 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from actors.devices import repository as repo
-from actors.devices.bus import event_bus
 from actors.common.errors import ErrorInfo
 from actors.common.names import NAMESPACE, TOOL_HUB, actor_name, find_actor_async, live_actors, live_actors_async
+from actors.devices import repository as repo
+from actors.devices.bus import event_bus
 from actors.devices.calls import CallReply, CallTable, refuse_call
 from actors.devices.frames import CallFrame, Close, EventFrame, Hello, PushedEvent, ResultFrame, Welcome
 from actors.devices.grants import catalogue_info, offered_servers, skill_split
 from actors.devices.protocol import CLOSE_REPLACED, EventRate, ProtocolError, sanitize_event, welcome
 from actors.devices.settings import DeviceLimits
-from actors.errors import report
 from actors.logmask import install_log_masking
+from actors.recent_errors import report
 from actors.store.store import Store
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from actors.common.idle import IdleWatch
 from actors.common.names import NAMESPACE
-from actors.errors import report
+from actors.recent_errors import report
 from actors.relay import repository as repo
 from actors.relay.core import Plan, SessionCore
 from actors.relay.envelope import is_urgent

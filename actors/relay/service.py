@@ -17,7 +17,7 @@ from ray.exceptions import RayActorError
 from actors.common.hashing import sha256_hex as hash_key
 from actors.common.placement import preferred
 from actors.common.restart import through_restart
-from actors.errors import report
+from actors.recent_errors import report
 from actors.relay import lifecycle
 from actors.relay import repository as repo
 from actors.relay.actor import RelayConfig, relay_actor

@@ -20,17 +20,17 @@ import ray
 from pydantic import BaseModel
 
 from actors.common.names import NAMESPACE, SCHEDULER
-from actors.errors import report
 from actors.logmask import install_log_masking
 from actors.notify.config import notify_config
 from actors.notify.notifier import Notifier
 from actors.notify.telegram import TelegramChannel
+from actors.recent_errors import report
 from actors.scheduler.autonomy import autonomy_loop, serve_forever
 from actors.scheduler.calls_loop import CallsLoop
 from actors.scheduler.notify_loop import NotifyLoop, desktop_announcer
-from actors.scheduler.telegram_loop import TelegramLoop, TelegramTurns
 from actors.scheduler.runner import TaskRunner
 from actors.scheduler.tasks import new_runner_id, owner_timezone
+from actors.scheduler.telegram_loop import TelegramLoop, TelegramTurns
 from actors.scheduler.turns import SessionTurns
 from actors.session.actor import SessionConfig
 from actors.settings import load_settings

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from actors.common.background import spawn
 from actors.scheduler import protocol, tasks
 from actors.scheduler.autonomy.actions import is_autonomy_task
 from actors.scheduler.tasks import Task
@@ -305,9 +306,7 @@ class TaskRunner:
         return outcome
 
     def _follow_up(self, coro: Any) -> None:
-        job = asyncio.get_running_loop().create_task(coro)
-        self._after.add(job)
-        job.add_done_callback(self._after.discard)
+        spawn(coro, self._after)
 
     async def _distill(self, task: Task, outcome: protocol.Outcome) -> None:
         work = (f"Background task: {task.title}\nGoal: {task.goal[:600]}\n"

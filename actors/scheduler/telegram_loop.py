@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 
+from actors.common.background import spawn
 from actors.notify.telegram import TELEGRAM_CHANNEL, TelegramChannel
 from actors.scheduler.turns import SessionTurns
 from actors.session.events import Done, TurnError
@@ -46,9 +47,7 @@ class TelegramLoop:
         """An update from the webhook route; answered in the background."""
         if self.channel is None:
             return False
-        job = asyncio.get_running_loop().create_task(self.channel.handle(update))
-        self._pending.add(job)
-        job.add_done_callback(self._pending.discard)
+        spawn(self.channel.handle(update), self._pending)
         return True
 
     async def serve_forever(self) -> None:

@@ -8,7 +8,7 @@ from typing import Any, TYPE_CHECKING
 
 from ray.exceptions import RayActorError
 
-from actors.common.restart import begin_stream, open_conversation, then
+from actors.common.restart import begin_stream, first_then_rest, open_conversation
 from actors.session.actor import SessionConfig
 from actors.session.pool import find_session, registry, session_handle
 from actors.session.events import TurnEvent
@@ -60,7 +60,7 @@ class SessionTurns:
             # An actor gone before the turn began (idle exit, a death) is found again, once.
             _, events, first = await begin_stream(await self._handle(conversation_id), start,
                                                   lambda: self.open(conversation_id))
-            async for event in then(first, events):
+            async for event in first_then_rest(first, events):
                 yield event
         finally:
             self._handles.pop(conversation_id, None)

@@ -26,12 +26,13 @@ from typing import Any, TYPE_CHECKING
 import ray
 from pydantic import BaseModel
 
+from actors.common.background import spawn
 from actors.common.errors import ErrorInfo, IriisError
 from actors.common.idle import IdleWatch
 from actors.common.trace import mark
 from actors.devices.people import OWNER_ID
-from actors.errors import report
 from actors.logmask import install_log_masking
+from actors.recent_errors import report
 from actors.session import confirmations, turns
 from actors.session.confirmations import (
     ConfirmationAnswer,
@@ -407,9 +408,7 @@ class SessionActor:
                 log.warning("%s failed in session %s: %s", what, self.core.session_id, exc)
                 report(f"session.{what}", exc, request={"session": self.core.session_id})
 
-        task = asyncio.get_running_loop().create_task(run(), context=contextvars.Context())
-        self._learning.add(task)
-        task.add_done_callback(self._learning.discard)
+        spawn(run(), self._learning, fresh_context=True)
 
     async def _end_work_session(self) -> None:
         """A conversation going idle after several tool-using turns was a piece of work:

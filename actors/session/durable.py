@@ -31,7 +31,7 @@ class DurableTurns:
                  report: Callable[..., Any] | None = None) -> None:
         self.core = core
         self.store = store
-        # The error log's reporter (`actors.errors.report`), given by the actor.
+        # The error log's reporter (`actors.recent_errors.report`), given by the actor.
         self.report = report
         self._partial: asyncio.Task[None] | None = None
         self._dirty = False

@@ -210,7 +210,7 @@ def serve_command(args: argparse.Namespace) -> int:
     from ray import serve
 
     from actors.common.names import NAMESPACE
-    from actors.errors import error_log
+    from actors.recent_errors import error_log
     from actors.providers.router_actor import router_actor
     from actors.tools.builtin import builtin_toolbox
     from actors.tools.hub import tool_hub

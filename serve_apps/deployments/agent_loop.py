@@ -21,7 +21,6 @@ from ray.exceptions import RayActorError
 from actors.common.restart import through_restart
 from actors.common.trace import mark
 from actors.devices.turns import private_device_audit, turn_scope
-from actors.errors import ErrorEntry, error_log, report
 from actors.logmask import install_log_masking
 from actors.memory import jobs
 from actors.memory.reflect_prompt import Exchange
@@ -32,13 +31,14 @@ from actors.providers.offline import OfflineModel
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.providers.types import AllProvidersFailed, Delta, ProviderError
+from actors.recent_errors import ErrorEntry, error_log, report
+from actors.scheduler.owner_tools import OwnerOnlyTools
 from actors.session.events import ConfirmRequest, Sentence, TurnError, TurnEvent, TurnRequest, to_wire
 from actors.session.loop import TurnContext, run_turn
 from actors.session.summary import fallback_summary, summary_prompt
 from actors.settings import ProviderConfig
 from actors.store.models import AuditEntry
 from actors.store.store import Store
-from actors.scheduler.owner_tools import OwnerOnlyTools
 from actors.tools.builtin import builtin_toolbox
 from actors.tools.config import McpConfig
 from actors.tools.hub import tool_hub

@@ -32,7 +32,7 @@ async def _migrate(url: str) -> None:
 
 def build(args: dict[str, Any]) -> Any:
     """`args` (from the config file) may set `gpus` (a fraction per Perception replica)."""
-    from actors.errors import error_log
+    from actors.recent_errors import error_log
     from actors.providers.router_actor import router_actor
     from actors.tools.builtin import builtin_toolbox
     from actors.tools.hub import tool_hub

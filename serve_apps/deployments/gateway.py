@@ -24,10 +24,10 @@ from starlette.routing import Route
 
 from actors.common.trace import mark
 from actors.devices.privacy import event_for_reader
-from actors.errors import report
+from actors.recent_errors import report
 from actors.logmask import install_log_masking
 from actors.session.actor import SessionNotFound
-from actors.common.restart import begin_stream, open_conversation, then
+from actors.common.restart import begin_stream, first_then_rest, open_conversation
 from actors.session.durable import lost_turn
 from actors.session.pool import registry
 from actors.session.admission import SessionsFull
@@ -197,7 +197,7 @@ class Gateway:
             turn_id = None
             finished = False
             try:
-                async for event in then(first, events):
+                async for event in first_then_rest(first, events):
                     if isinstance(event, TurnStarted):
                         turn_id = event.turn_id
                         yield sse(SessionStarted(session_id=session_id, turn_id=turn_id))

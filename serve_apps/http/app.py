@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from ray.exceptions import TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from actors.errors import report
+from actors.recent_errors import report
 from serve_apps.http.errors import ApiError, error_body
 
 log = logging.getLogger("serve_apps.deployments.gateway")

@@ -20,7 +20,7 @@ from ray.serve.handle import DeploymentHandle
 from starlette.requests import HTTPConnection
 
 from actors.camera.actor import CameraConfig
-from actors.common.restart import then
+from actors.common.restart import first_then_rest
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.store.store import Store
@@ -165,7 +165,7 @@ class GatewayContext:
         """Every event of a turn begun with `begin_turn` (the same 404/503), for a caller that
         reads the reply whole (/v1/ask, /mcp)."""
         _, events, first = await self.begin_turn(session_id, handle, start)
-        async for event in then(first, events):
+        async for event in first_then_rest(first, events):
             yield event
 
     def stream(self, handle: ActorHandle, session_id: str, events: Any, reader_is_person: bool = True,

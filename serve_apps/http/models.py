@@ -11,8 +11,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from actors.devices.repository import Device
-from actors.errors import ErrorEntry
 from actors.memory.model import MindItem
+from actors.recent_errors import ErrorEntry
 from actors.store.models import AuditEntry, OutboxItem
 
 T = TypeVar("T")

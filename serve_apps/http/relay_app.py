@@ -24,7 +24,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from actors.common.ids import MAX_ROW_ID, ascii_digits, ascii_int, over_cap
-from actors.errors import report
+from actors.recent_errors import report
 from actors.relay.envelope import validate_post
 from actors.relay.errors import RelayError, error_body
 from actors.relay.messages import Envelope, FileFound

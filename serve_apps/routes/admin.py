@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from actors.common.fetch import safe_fetch
 from actors.common.html import link_preview
 from actors.common.ssrf import FetchError, SsrfError
-from actors.errors import error_log
+from actors.recent_errors import error_log
 from actors.session.pool import registry
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError, error_responses

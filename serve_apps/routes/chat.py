@@ -19,7 +19,7 @@ from actors.devices.privacy import for_reader
 from actors.devices.repository import conversation_person
 from actors.store.conversations import MAX_TITLE, clean_title, delete_conversation, rename_conversation
 from actors.store.models import new_id
-from serve_apps.http.bodies import SESSION_ID, check_session_id
+from serve_apps.http.bodies import SESSION_ID
 from serve_apps.http.context import GatewayContext
 from serve_apps.http.deps import GatewayDep, Owner, StoreDep
 from serve_apps.http.errors import ApiError, error_responses
@@ -35,6 +35,7 @@ from serve_apps.http.models import (
     page,
 )
 from serve_apps.http.openapi import EventStream
+from serve_apps.http.ids import SessionId
 
 router = APIRouter()
 MAX_MESSAGE_CHARS = 100_000
@@ -102,9 +103,8 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
 
 
 @router.get("/sessions/{session_id}/stream", response_class=EventStream)
-async def resume(session_id: str, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
+async def resume(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> StreamingResponse:
     """Follow the running turn again from its start (a reopened client)."""
-    check_session_id(session_id)
     handle = await gw.session(session_id, create=False)
     return gw.stream(handle, session_id, handle.follow.options(num_returns="streaming").remote(),
                      await reader_is_person(gw, session_id))
@@ -116,22 +116,19 @@ async def list_sessions(_owner: Owner, store: StoreDep) -> SessionList:
 
 
 @router.get("/sessions/{session_id}/messages")
-async def messages(session_id: str, _owner: Owner, gw: GatewayDep) -> MessageList:
-    check_session_id(session_id)
+async def messages(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> MessageList:
     return await stored_messages(gw, session_id, await reader_is_person(gw, session_id))
 
 
 @router.get("/sessions/{session_id}/state")
-async def session_state(session_id: str, _owner: Owner, gw: GatewayDep) -> SessionState:
-    check_session_id(session_id)
+async def session_state(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> SessionState:
     handle = await gw.session(session_id, create=False)
     return SessionState.model_validate(await handle.state.remote())
 
 
 @router.post("/sessions/{session_id}/cancel")
-async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelRequest | None = None) -> Cancelled:
+async def cancel(_owner: Owner, session_id: SessionId, gw: GatewayDep, body: CancelRequest | None = None) -> Cancelled:
     """Barge-in: stop the turn; history keeps only what the owner says they heard."""
-    check_session_id(session_id)
     handle = await gw.session(session_id, create=False)
     body = body or CancelRequest()
     cancelled = await handle.cancel.remote(body.heard, body.heard_index)
@@ -139,11 +136,10 @@ async def cancel(session_id: str, _owner: Owner, gw: GatewayDep, body: CancelReq
 
 
 @router.post("/sessions/{session_id}/set-aside")
-async def set_aside(session_id: str, _owner: Owner, gw: GatewayDep) -> SetAside:
+async def set_aside(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> SetAside:
     """The owner sets aside the outside content this conversation has seen (a relay peer's
     words, replies written while reading files or pages, a summary folded from them): it stays
     in the history but no longer reaches the model, so later turns are not tainted by it."""
-    check_session_id(session_id)
     handle = await gw.session(session_id, create=False)
     return SetAside(session_id=session_id, set_aside=await handle.set_aside_outside.remote())
 
@@ -170,8 +166,7 @@ async def _retired(gw: GatewayContext, session_id: str) -> None:
 
 
 @router.patch("/sessions/{session_id}", responses=error_responses(409))
-async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw: GatewayDep) -> SessionRenamed:
-    check_session_id(session_id)
+async def rename_session(_owner: Owner, session_id: SessionId, body: RenameRequest, gw: GatewayDep) -> SessionRenamed:
     title = clean_title(body.title)
     if not title:
         raise ApiError(422, "invalid_request", "title: give the conversation a name")
@@ -182,9 +177,8 @@ async def rename_session(session_id: str, body: RenameRequest, _owner: Owner, gw
 
 
 @router.delete("/sessions/{session_id}", responses=error_responses(409))
-async def delete_session(session_id: str, _owner: Owner, gw: GatewayDep) -> Deleted:
+async def delete_session(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> Deleted:
     """The conversation and its messages, for good (what memory learned from it stays)."""
-    check_session_id(session_id)
     await _retired(gw, session_id)
     if not await delete_conversation(gw.store, session_id):
         raise ApiError(404, "session_not_found", f"No session {session_id!r}.")

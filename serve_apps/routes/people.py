@@ -9,10 +9,9 @@ from pydantic import BaseModel, Field
 
 from actors.devices import people
 from actors.devices import repository as repo
-from serve_apps.http.bodies import check_session_id
 from serve_apps.http.deps import GatewayDep, Manager, Person, StoreDep
 from serve_apps.http.errors import ApiError, error_responses
-from serve_apps.http.ids import RowId
+from serve_apps.http.ids import RowId, SessionId
 from serve_apps.http.models import (
     MessageList,
     PersonList,
@@ -56,9 +55,8 @@ async def my_sessions(who: Person, store: StoreDep) -> SessionList:
 
 
 @router.get("/me/sessions/{session_id}/messages")
-async def my_messages(session_id: str, who: Person, gw: GatewayDep) -> MessageList:
+async def my_messages(who: Person, session_id: SessionId, gw: GatewayDep) -> MessageList:
     """One of the person's own conversations, whole (their device's output included: it is theirs)."""
-    check_session_id(session_id)
     person, _device = await repo.conversation_person(gw.store, session_id)
     if person != who.person_id:
         # Someone else's conversation looks exactly like one that does not exist.

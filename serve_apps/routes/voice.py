@@ -24,11 +24,11 @@ from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 from ray.actor import ActorHandle
 
+from actors.common.restart import first_then_rest
 from actors.devices.people import OWNER_ID
 from actors.devices.privacy import event_for_reader
 from actors.devices.repository import claim_conversation, conversation_person
-from actors.common.restart import then
-from actors.errors import report
+from actors.recent_errors import report
 from actors.session.events import ENDS_TURN, Done, Sentence, TurnStarted
 from actors.store.models import new_id
 from actors.voice import protocol as p
@@ -121,7 +121,7 @@ class VoiceConnection:
             self.handle, events, first = await self.gw.begin_turn(
                 self.session_id, self.handle,
                 lambda actor: actor.chat.options(num_returns="streaming").remote(text, attended=True))
-            async for event in then(first, events):
+            async for event in first_then_rest(first, events):
                 if isinstance(event, TurnStarted):
                     await self.send_json({"type": "turn", "turn_id": event.turn_id, "session_id": self.session_id})
                     continue

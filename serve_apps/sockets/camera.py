@@ -29,7 +29,7 @@ from actors.common.errors import ErrorInfo
 from actors.common.ids import ascii_int
 from actors.common.placement import preferred
 from actors.common.restart import through_restart
-from actors.errors import report
+from actors.recent_errors import report
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
 from serve_apps.http.deps import context_of

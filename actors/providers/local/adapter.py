@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from actors.common.background import spawn
 from actors.common.text import last_user_messages
 from actors.providers.local import choice as choosing
 from actors.providers.local import chatml, grounding, learning, profile, transcript
@@ -209,9 +210,7 @@ class LocalModelProvider:
             except Exception as exc:  # noqa: BLE001 - the lease lets it go on by itself
                 log.info("learning server %s failed: %s", "pause" if paused else "release", exc)
 
-        task = asyncio.get_running_loop().create_task(run())
-        self.lanes.holds.add(task)
-        task.add_done_callback(self.lanes.holds.discard)
+        spawn(run(), self.lanes.holds)
 
     async def _choose(self, inner: OpenAICompatProvider, model: str, messages: list[dict[str, Any]],
                       tools: list[dict[str, Any]], timeout: float) -> AsyncIterator[Delta]:

@@ -1,4 +1,5 @@
-"""The recent-errors ring buffer the owner reads at GET /v1/errors.
+"""The recent-errors ring the owner reads at GET /v1/errors (module `actors.recent_errors`; the error
+model itself is `actors.common.errors`).
 
 `ErrorRing` is the pure buffer; `ErrorLog` is the singleton actor every process reports to,
 so errors from any gateway replica, session or agent loop land in one place.
