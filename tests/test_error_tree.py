@@ -70,3 +70,35 @@ def test_a_value_error_family_is_still_caught_as_one() -> None:
     assert issubclass(CalcError, ValueError) and issubclass(MemoryRefused, ValueError)
     with pytest.raises(ValueError):
         raise CalcError("division by zero")
+
+
+@pytest.mark.parametrize("error, status, retry_after", [
+    (SessionsBusy(7), 503, "7"),                                   # says when to come back
+    (ProviderError("timeout", "read timed out"), 502, None),
+    (FrameError("bad_frame", "not a JPEG"), 422, None),
+    (IriisError("a fault of ours", "internal_error"), 500, None),  # not in the table: a 500
+])
+async def test_a_domain_error_that_reaches_the_http_edge_answers_by_the_one_table(error, status, retry_after) -> None:
+    import httpx
+    from fastapi import FastAPI
+
+    from serve_apps.http.app import answer_errors
+    from serve_apps.http.errors import HTTP_STATUS
+
+    app = FastAPI()
+    answer_errors(app)
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise error
+
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        reply = await client.get("/boom")
+    assert reply.status_code == status == HTTP_STATUS.get(error.code, 500)
+    body = reply.json()["error"]
+    if status == 500:
+        assert body["code"] == "internal_error" and "logged" in body["message"]   # no inner detail
+    else:
+        assert body == {"code": error.code, "message": error.message}
+    assert reply.headers.get("Retry-After") == retry_after

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from actors.session.actor import SessionConfig
 from serve_apps.http import context as context_module
 
 from serve_apps.http.auth import (
@@ -95,8 +96,8 @@ async def test_a_replica_keeps_the_stored_keys_current_with_no_request_waiting(s
     """Keys made or revoked elsewhere (another replica, `iriis key`) reach a replica's copy in
     the background; a request only checks that copy."""
     monkeypatch.setattr(context_module, "REFRESH_SECONDS", 0.2)
-    gw = GatewayContext(store=store, hashes=frozenset(), config=GatewayConfig.model_construct(web_dir="."),
-                        agent=None, perception=None, open_session=None, stream_turn=None, begin_turn=None)
+    config = GatewayConfig.model_construct(web_dir=".", session=SessionConfig(database_url="sqlite://"))
+    gw = GatewayContext(store=store, hashes=frozenset(), config=config, agent=None, perception=None)
 
     async def until(accepted: bool) -> None:
         for _ in range(100):

@@ -105,16 +105,19 @@ class SessionNotFound(IriisError):
 class SessionActor:
     def __init__(self, session_id: str, config: SessionConfig, agent: DeploymentHandle) -> None:
         install_log_masking()
-        # A pooled actor restarted in place takes back the conversation it had adopted.
-        session_id = session_id or adopted_session()
         self.config = config
         self.agent = agent
         self.store = process_store(config.database_url)
+        # A pooled actor restarted in place takes back the conversation it had adopted.
+        self._take(session_id or adopted_session())
+
+    def _take(self, session_id: str) -> None:
+        """Every per-conversation field, for `session_id` ("" while a spare)."""
         self.core = SessionCore(session_id)
         self.desk = TurnDesk()
         self.confirmations = ConfirmationBook(session_id)
         self.learning = LearningPlan()
-        self.idle = IdleWatch(config.idle_seconds)
+        self.idle = IdleWatch(self.config.idle_seconds)
         self._loaded = False
         self._load_lock = asyncio.Lock()
         self._summarizing: asyncio.Task[None] | None = None
@@ -221,7 +224,7 @@ class SessionActor:
         first `open`. Returns the conversation held ("" while spare); once taken it never changes."""
         if session_id and not self.core.session_id and not self._loaded:
             remember_adoption(session_id)
-            self.__init__(session_id, self.config, self.agent)  # every per-conversation field
+            self._take(session_id)
         return self.core.session_id
 
     async def warm(self) -> dict[str, float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from actors.common.budget import compact_tool_messages
@@ -90,6 +90,22 @@ def question_for(spec: ToolSpec, arguments: dict[str, Any]) -> str:
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:80]}"
                       for k, v in redact_value(arguments).items() if k != "purpose")
     return f"Allow {spec.name}({shown})? {spec.description}"
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """What became of one tool call: the tier it ran at (None: no such tool), whether the owner
+    said yes (None: nobody was asked; False: declined, by the owner or because nobody could be
+    asked), and the turn's taint as it stood when the call was decided (the audit's record)."""
+
+    tier: int | None
+    confirmed: bool | None = None
+    tainted: bool = False
+    sources: tuple[str, ...] = ()
+
+    @property
+    def declined(self) -> bool:
+        return self.confirmed is False
 
 
 class _Speaker:
@@ -198,43 +214,40 @@ class _Turn:
             return spec.tier, f"{spec.name} is a confirm-tier tool; {why}"
         return spec.tier, f"{spec.name} is a confirm-tier tool" if spec.tier >= CONFIRM else ""
 
-    async def run_call(self, call: ToolCall) -> tuple[ToolResult, dict[str, Any]]:
+    async def run_call(self, call: ToolCall) -> tuple[ToolResult, CallDecision]:
         spec = self.toolbox.specs.get(call.name)
         started = time.perf_counter()
         # The taint and its sources as they stood when the call was decided: the audit's record.
-        info: dict[str, Any] = {"tier": spec.tier if spec else None, "confirmed": None,
-                                "tainted": bool(self.sources), "sources": [str(p) for p in self.sources]}
+        decision = CallDecision(tier=spec.tier if spec else None, tainted=bool(self.sources),
+                                sources=tuple(str(p) for p in self.sources))
         if spec is None:
             result = await self.toolbox.execute(call.name, call.arguments)
         elif spec.purpose_required and not str(call.arguments.get("purpose", "")).strip():
             result = ToolResult(name=call.name, ok=False, content=NEEDS_PURPOSE.format(name=call.name))
         else:
             tier, reason = self.effective_tier(spec)
-            info["tier"] = tier
-            if tier >= CONFIRM:
-                if self.ctx.confirm is None:
-                    info["confirmed"] = False
-                    result = ToolResult(name=call.name, ok=False,
-                                        content=DECLINED_UNATTENDED.format(name=call.name))
-                else:
-                    approved = await self.ctx.confirm(ConfirmRequest(
-                        tool=call.name, arguments=redact_value(call.arguments),
-                        question=question_for(spec, call.arguments), needs_pin=tier >= PIN, reason=reason,
-                        sources=[str(p) for p in self.sources] if self.tainted else []))
-                    info["confirmed"] = approved
-                    result = (await self.toolbox.execute(call.name, call.arguments) if approved else
-                              ToolResult(name=call.name, ok=False, content=DECLINED_BY_OWNER.format(name=call.name)))
-            else:
+            decision = replace(decision, tier=tier)
+            if tier < CONFIRM:
                 result = await self.toolbox.execute(call.name, call.arguments)
-            if info["confirmed"] is not False:
+            elif self.ctx.confirm is None:
+                decision = replace(decision, confirmed=False)
+                result = ToolResult(name=call.name, ok=False, content=DECLINED_UNATTENDED.format(name=call.name))
+            else:
+                approved = await self.ctx.confirm(ConfirmRequest(
+                    tool=call.name, arguments=redact_value(call.arguments),
+                    question=question_for(spec, call.arguments), needs_pin=tier >= PIN, reason=reason,
+                    sources=[str(p) for p in self.sources] if self.tainted else []))
+                decision = replace(decision, confirmed=approved)
+                result = (await self.toolbox.execute(call.name, call.arguments) if approved else
+                          ToolResult(name=call.name, ok=False, content=DECLINED_BY_OWNER.format(name=call.name)))
+            if not decision.declined:
                 for source in self.output_sources(spec, call, result):
                     self.read(source)
-        executed = info["confirmed"] is not False and spec is not None
-        if executed and spec.tier >= 1 and result.ok:
+        if spec is not None and not decision.declined and spec.tier >= 1 and result.ok:
             self.acted = True
-        await self._audit(call, result, info, (time.perf_counter() - started) * 1000)
+        await self._audit(call, result, decision, (time.perf_counter() - started) * 1000)
         self.files += result.files
-        return result, info
+        return result, decision
 
     def provenance(self, call: ToolCall) -> Provenance:
         spec = self.toolbox.specs.get(call.name)
@@ -258,8 +271,8 @@ class _Turn:
         for call in calls:
             arguments = redact_value(call.arguments)
             yield ToolActivity(name=call.name, status="start", arguments=arguments)
-            result, info = await self.run_call(call)
-            status = "declined" if info["confirmed"] is False else ("done" if result.ok else "error")
+            result, decision = await self.run_call(call)
+            status = "declined" if decision.declined else ("done" if result.ok else "error")
             spec = self.toolbox.specs.get(call.name)
             self.trace.append({"name": call.name, "arguments": arguments, "status": status,
                                "result": result.content[:500], "source": spec.source if spec else None})
@@ -270,18 +283,18 @@ class _Turn:
             messages.append({"role": "tool", "tool_call_id": call.id,
                              "content": wrap_untrusted(source, result.content)})
 
-    async def _audit(self, call: ToolCall, result: ToolResult, info: dict[str, Any], ms: float) -> None:
+    async def _audit(self, call: ToolCall, result: ToolResult, decision: CallDecision, ms: float) -> None:
         tier_names = {0: "read", 1: "auto", 2: "confirm", 3: "pin"}
         entry = AuditEntry(
             session_id=self.ctx.session_id, tool=call.name, arguments=redact_value(call.arguments),
-            tier=tier_names.get(info["tier"], "unknown"), confirmed=info["confirmed"],
+            tier=tier_names.get(decision.tier, "unknown"), confirmed=decision.confirmed,
             result=result.content[:4000] if result.ok else None,
             error=None if result.ok else result.content[:2000], duration_ms=round(ms, 2),
-            tainted=info.get("tainted", False), sources=info.get("sources") or None,
+            tainted=decision.tainted, sources=list(decision.sources) or None,
         )
         if self.ctx.audit:
             await self.ctx.audit(entry)
-        if not result.ok and info["confirmed"] is not False and self.ctx.on_failure:
+        if not result.ok and not decision.declined and self.ctx.on_failure:
             self.ctx.on_failure(call.name, result.content)
 
 

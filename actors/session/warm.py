@@ -10,8 +10,8 @@ timed), a new conversation's first turn paid for things a continued one never do
 
 A spare does all of that once while it waits (`warm`), so the conversation it adopts starts
 where a continued one would. Everything here is per process and survives adoption, which
-re-runs the actor's `__init__` but keeps its handles and this module's state. No side effects
-on the store: reads only.
+replaces only the actor's per-conversation fields (`SessionActor._take`) and keeps its handles
+and this module's state. No side effects on the store: reads only.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import BaseModel, Field
 from ray import serve
 from ray.exceptions import RayActorError
 
@@ -25,6 +26,7 @@ from actors.logmask import install_log_masking
 from actors.memory import jobs
 from actors.memory.reflect_prompt import Exchange
 from actors.providers.failover import complete_text, stream_with_failover
+from actors.providers.local.actor import LocalConfig
 from actors.providers.local.learning import purpose as learning_purpose
 from actors.providers.local.wiring import LocalWiring
 from actors.providers.offline import OfflineModel
@@ -66,6 +68,19 @@ def cap_messages(messages: list[dict[str, str]], cap: int) -> list[dict[str, str
     return out
 
 
+class AgentLoopConfig(BaseModel):
+    """What every AgentLoop replica is built with: `AgentLoop.bind(config)`."""
+
+    providers: list[ProviderConfig] = Field(default_factory=list)   # hosted chat models, in order
+    timeout: float                                                    # seconds per provider call
+    database_url: str
+    workspace: str                                                    # the file tools' folder
+    mcp: McpConfig
+    # Memory's own model calls; empty: the chat providers do them.
+    learning: list[ProviderConfig] = Field(default_factory=list)
+    local: LocalConfig | None = None                                  # None: no local model
+
+
 @serve.deployment(
     ray_actor_options={"num_cpus": 0},
     max_ongoing_requests=64,
@@ -75,24 +90,22 @@ def cap_messages(messages: list[dict[str, str]], cap: int) -> list[dict[str, str
     autoscaling_config={"min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 16},
 )
 class AgentLoop:
-    def __init__(self, providers: list[dict[str, Any]], timeout: float, database_url: str,
-                 workspace: str, mcp: dict[str, Any], learning: list[dict[str, Any]] | None = None,
-                 local: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: AgentLoopConfig) -> None:
         install_log_masking()
-        configs = [ProviderConfig(**p) for p in providers]
+        configs = config.providers
         self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=64))
         self.providers = {p.name: OpenAICompatProvider(p.name, p.base_url, p.api_key, self.client)
                           for p in configs}
         self.router = RemoteRouter(router_actor("chat", configs)) if configs else None
         # Memory's own calls go through a router of their own when a learning model is set,
         # so their health (and a free tier's rate limits) never slows the chat.
-        self.learning_router = (RemoteRouter(router_actor("learning", [ProviderConfig(**p) for p in learning]))
-                                if learning else self.router)
-        self.timeout = timeout
+        self.learning_router = (RemoteRouter(router_actor("learning", config.learning))
+                                if config.learning else self.router)
+        self.timeout = config.timeout
         self.offline = OfflineModel()
         # The local model (actors/providers/local/): one more provider, tried after the hosted
         # ones; memory's calls reach it on a learning lane that chat turns preempt.
-        self.local = LocalWiring.attach(local, self.client)
+        self.local = LocalWiring.attach(config.local, self.client)
         self.learning_providers = dict(self.providers)
         if self.local is not None:
             self.router = self.router or RemoteRouter(router_actor("chat", configs))
@@ -101,11 +114,10 @@ class AgentLoop:
                 router.handle.add_entries.remote([self.local.entry])
             self.providers["local"] = self.local.chat
             self.learning_providers["local"] = self.local.learning
-        self.store = Store.open(database_url)
-        config = McpConfig.model_validate(mcp)
+        self.store = Store.open(config.database_url)
         names = list(builtin_toolbox().specs)
-        self.toolbox = builtin_toolbox(self.store, Path(workspace), config.builtin_tiers(names),
-                                       config.builtin_exclude())
+        self.toolbox = builtin_toolbox(self.store, Path(config.workspace), config.mcp.builtin_tiers(names),
+                                       config.mcp.builtin_exclude())
         # The hub owns the MCP servers and the paired devices' tools, so it exists even when
         # mcp.yaml declares no server.
         self.hub = tool_hub()

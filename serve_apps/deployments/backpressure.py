@@ -17,10 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from actors.common.trace import mark
-from serve_apps.http.errors import error_body
+from serve_apps.http.errors import OVERLOADED, error_body
 
 EXEMPT = frozenset({"/healthz"})
-OVERLOADED = "overloaded"
 
 
 class InFlight:

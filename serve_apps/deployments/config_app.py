@@ -19,7 +19,7 @@ from actors.settings import Settings
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
 from actors.tools.config import load_mcp_config
-from serve_apps.deployments.app import build_app
+from serve_apps.deployments.app import AppArgs, build_app
 
 
 async def _migrate(url: str) -> None:
@@ -55,7 +55,7 @@ def build(args: dict[str, Any]) -> Any:
     if vision:
         router_actor("vision", vision)
     hashes = sorted({hash_key(k) for k in settings.iriis_owner_keys})
-    app = build_app(settings, database_url, hashes, providers, mcp, settings.iriis_port, learning, vision,
-                    float(args.get("gpus", 0.0)))
+    app = build_app(AppArgs(settings=settings, database_url=database_url, key_hashes=hashes, providers=providers,
+                            mcp=mcp, learning=learning or [], vision=vision, gpus=float(args.get("gpus", 0.0))))
     # The session pool and its spares start with the first conversation (no CLI here).
     return app

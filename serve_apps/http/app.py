@@ -12,19 +12,34 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from ray.exceptions import TaskCancelledError
+from ray.exceptions import RayTaskError, TaskCancelledError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from actors.common.errors import IriisError
 from actors.recent_errors import report
-from serve_apps.http.errors import ApiError, error_body
+from serve_apps.http.errors import ApiError, error_body, status_of
 
 log = logging.getLogger("serve_apps.deployments.gateway")
 
 # Every API route is served under this prefix; the page and its files are not.
 API_PREFIX = "/v1"
 
+
 async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
     return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status, headers=exc.headers)
+
+
+async def _domain_error(request: Request, exc: IriisError) -> JSONResponse:
+    """A domain error no route turned into an `ApiError`: its own code, at the status the one
+    table gives it (a 503 says when to come back); one the table does not know is a 500."""
+    status = status_of(exc)
+    if status is None:
+        return await _unhandled(request, exc)
+    if isinstance(exc, RayTaskError) and isinstance(exc.cause, IriisError):
+        exc = exc.cause   # raised in an actor: its own message, not Ray's traceback around it
+    retry = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(retry)} if status == 503 and retry is not None else None
+    return JSONResponse(error_body(exc.code, exc.message), status_code=status, headers=headers)
 
 
 async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -51,10 +66,10 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
                         status_code=500)
 
 
-
 def answer_errors(target: FastAPI) -> None:
     """Give `target` (the gateway's app, or a test's app around one router) the error answers."""
     target.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    target.add_exception_handler(IriisError, _domain_error)  # type: ignore[arg-type]
     target.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     target.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     target.add_exception_handler(Exception, _unhandled)

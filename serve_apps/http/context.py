@@ -8,7 +8,7 @@ No `from __future__ import annotations`: FastAPI inspects the dependency types b
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +23,14 @@ from actors.camera.actor import CameraConfig
 from actors.common.restart import first_then_rest
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
+from actors.session.pool import registry
 from actors.store.store import Store
 from actors.memory.embed_actor import remote_encoder
 from serve_apps.http.auth import KEY_LAST_USED_KV, REFRESH_SECONDS, KeyRing, load_key_records, presented_key
+from serve_apps.http.conversations import Conversations, StartTurn
 from serve_apps.http.errors import ApiError
 
 log = logging.getLogger(__name__)
-
-# (session_id, create, health_check, cached) -> the live SessionActor handle
-OpenSession = Callable[[str, bool, bool, bool], Awaitable[Any]]
-# handle -> that actor's turn events (a streaming call)
-StartTurn = Callable[[Any], Any]
-# (session_id, handle, start) -> (handle, events, first event), the turn begun
-BeginTurn = Callable[[str, Any, StartTurn], Awaitable[tuple[Any, Any, Any]]]
-# (handle, session_id, events, reader_is_person, first) -> the turn as server-sent events
-StreamTurn = Callable[[Any, str, Any, bool, Any], StreamingResponse]
 
 
 class GatewayConfig(BaseModel):
@@ -55,8 +48,7 @@ class GatewayContext:
     """One per Gateway replica, on `app.state.gateway`; reached through `deps.GatewayDep`."""
 
     def __init__(self, *, store: Store, hashes: frozenset[str], config: GatewayConfig, agent: DeploymentHandle,
-                 perception: DeploymentHandle | None, open_session: OpenSession, stream_turn: StreamTurn,
-                 begin_turn: BeginTurn) -> None:
+                 perception: DeploymentHandle | None) -> None:
         self.store = store
         # The fixed keys (IRIIS_OWNER_KEYS, this run's internal key) and the stored ones, which
         # are reloaded every few seconds so a new or revoked key needs no restart.
@@ -67,9 +59,7 @@ class GatewayContext:
         self.agent = agent
         self.perception = perception
         self.web_dir = Path(config.web_dir)
-        self._open_session = open_session
-        self._stream_turn = stream_turn
-        self._begin_turn = begin_turn
+        self.conversations = Conversations(store, config.session, lambda: registry(config.session, agent))
         self._encoder: Any = None
         self._schedule_key_refresh()  # when built on the event loop; else the first request
 
@@ -153,13 +143,13 @@ class GatewayContext:
         With `cached`, a handle this replica used before comes back without asking the actor
         first (one round trip less per turn); start the turn with `begin_turn` then, since that
         actor may have exited since."""
-        return await self._open_session(session_id, create, health_check, cached)
+        return await self.conversations.open(session_id, create, health_check, cached)
 
     async def begin_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> tuple[Any, Any, Any]:
         """`start(handle)` and its first event, sent once more to a fresh actor if this one was
         gone before the turn began. Raises ApiError 404 (no such conversation any more) or 503
         (no actor could be reached). Returns (handle, events, first) for `stream`."""
-        return await self._begin_turn(session_id, handle, start)
+        return await self.conversations.begin(session_id, handle, start)
 
     async def whole_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> AsyncIterator[Any]:
         """Every event of a turn begun with `begin_turn` (the same 404/503), for a caller that
@@ -172,7 +162,7 @@ class GatewayContext:
                first: Any = None) -> StreamingResponse:
         """A running turn's events as SSE (after `first`, when it was read already), shaped
         for who is reading."""
-        return self._stream_turn(handle, session_id, events, reader_is_person, first)
+        return self.conversations.stream(handle, session_id, events, reader_is_person, first)
 
     async def flush_live_sessions(self) -> None:
         """Write every live session's buffer at once, so an export sees what was said a moment ago."""

@@ -11,6 +11,28 @@ from pydantic import BaseModel
 from actors.common.errors import ErrorInfo, IriisError
 
 
+# The code of every answer that means "busy now, come back after Retry-After" (503).
+OVERLOADED = "overloaded"
+
+# The one table from a domain error's code (`IriisError.code`) to the status it answers with
+# when it reaches the HTTP edge without a route turning it into an `ApiError` of its own. A code
+# not listed is the server's fault: 500, logged (serve_apps/http/app.py).
+HTTP_STATUS: dict[str, int] = {
+    "bad_expression": 422, "invalid_repeat": 422, "memory_refused": 422, "weights_refused": 422,
+    "bad_frame": 422, "bad_message": 422, "bad_clip": 422,
+    "session_not_found": 404, "not_found": 404,
+    "refused": 403, "invalid_token": 401, "conflict": 409, "gone": 410, "too_large": 413,
+    "fetch_failed": 502, "provider_error": 502, "tool_server_error": 502, "tool_error": 502,
+    OVERLOADED: 503, "no_provider": 503, "engine_missing": 503, "detector_unavailable": 503,
+    "ocr_unavailable": 503,
+}
+
+
+def status_of(error: IriisError) -> int | None:
+    """The HTTP status `error` answers with, or None for a server fault."""
+    return HTTP_STATUS.get(error.code)
+
+
 class ApiError(IriisError):
     """An error answer: `{"error": {"code", "message"}}` with `status` (and any `headers`)."""
 

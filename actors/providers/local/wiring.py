@@ -40,12 +40,9 @@ class LocalWiring:
         self._primer: asyncio.Task[None] | None = None
 
     @classmethod
-    def attach(cls, local: dict[str, Any] | None, client: httpx.AsyncClient) -> "LocalWiring | None":
+    def attach(cls, config: LocalConfig | None, client: httpx.AsyncClient) -> "LocalWiring | None":
         """The wiring, or None when IRIIS_LOCAL_MODEL leaves the local model off."""
-        if not local:
-            return None
-        config = LocalConfig(**local)
-        if not choose(config.model, config.hosted).enabled:
+        if config is None or not choose(config.model, config.hosted).enabled:
             return None
         return cls(config, client)
 
@@ -101,8 +98,8 @@ class LocalWiring:
                         "fallback": True}]
 
 
-def local_config(settings: Any, hosted: bool) -> dict[str, Any]:
+def local_config(settings: Any, hosted: bool) -> LocalConfig:
     """The LocalConfig the deployment is bound with, from Settings."""
     return LocalConfig(model=settings.iriis_local_model, hosted=hosted, home=str(settings.iriis_home),
                        models_dir=str(settings.iriis_models_dir) if settings.iriis_models_dir else None,
-                       threads=settings.iriis_local_threads).model_dump()
+                       threads=settings.iriis_local_threads)
