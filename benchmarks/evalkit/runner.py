@@ -93,7 +93,10 @@ class Runner:
         """Until the conversation has no turn running and no learning under way."""
         deadline = time.monotonic() + self.learn_timeout
         while time.monotonic() < deadline:
-            resp = self.client.get(f"/v1/sessions/{session_id}/state")
+            try:
+                resp = self.client.get(f"/v1/sessions/{session_id}/state")
+            except httpx.TimeoutException:
+                continue   # a server slowed by something beside it: ask again, until the deadline
             if resp.status_code == 404:
                 return
             state = resp.json()
