@@ -116,8 +116,10 @@ class StreamCore:
         if "error" in result:
             await self.send(ErrorEvent(code=result["error"], message=result["message"], frame=index))
             return
-        await self.send(PerceptionEvent.of(index, result))
+        # The stream's actor has the frame before the client hears of it: a question asked on
+        # seeing this perception is about this frame, never "no frame has arrived yet".
         self.frame_config = await self.camera.observe(result, frame)
+        await self.send(PerceptionEvent.of(index, result))
 
     async def _read_text(self, index: int, frame: Any) -> None:
         result = await self.perception.perceive(frame, index, detect=False, dial=False)
