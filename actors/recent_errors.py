@@ -71,7 +71,12 @@ def error_log() -> Any:
 
 def report(source: str, exc: BaseException, path: str | None = None,
            request: dict[str, Any] | None = None) -> None:
-    """Fire and forget: reporting an error must never raise or wait."""
+    """Fire and forget: reporting an error must never raise or wait.
+
+    Outside a running Ray (a unit test, a CLI command) there is no log to reach, and reaching
+    for one would start a whole Ray cluster in this process: only the process log keeps it."""
+    if not ray.is_initialized():
+        return
     try:
         error_log().record.remote(make_entry(source, exc, path, request))
     except Exception:  # noqa: BLE001 - the error reporter is the last line; never let it fail a request

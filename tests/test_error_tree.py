@@ -92,9 +92,14 @@ async def test_a_domain_error_that_reaches_the_http_edge_answers_by_the_one_tabl
     async def boom() -> None:
         raise error
 
+    import ray
+    ray_was_up = ray.is_initialized()
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         reply = await client.get("/boom")
+    # Reporting the 500 must not start a Ray cluster in a process that had none (a CI run
+    # failed here: the error log's get_if_exists auto-initialised Ray inside this test).
+    assert ray.is_initialized() == ray_was_up
     assert reply.status_code == status == HTTP_STATUS.get(error.code, 500)
     body = reply.json()["error"]
     if status == 500:
