@@ -1,6 +1,7 @@
-"""An in-process harness for the session actor's cores: a conversation's turns driven the way
-the SessionActor drives them (`actors.session.turns`, `confirmations`, `learning`), with a
-scripted agent in place of the AgentLoop, and no Ray and no store. Each test takes milliseconds.
+"""An in-process harness for the session actor's turns: the same `TurnEngine` the SessionActor
+builds (actors/session/engine.py), with test ports in place of the actor's (a scripted agent for
+the AgentLoop, PINs from a dict, notices and learning recorded), and no Ray and no store. Each
+test takes milliseconds.
 
     agent = FakeAgent([Sentence(text="Hi.", index=0), TurnResult(text="Hi.")])
     harness = await run_core_test(agent, send=["hello"], expect=[["turn", "sentence", "done"]])
@@ -19,24 +20,16 @@ from typing import Any
 
 from actors.common.errors import ErrorInfo
 from actors.devices.people import OWNER_ID
-from actors.session import confirmations, turns
-from actors.session.confirmations import (
-    CONFIRM_TIMEOUT,
-    ConfirmationAnswer,
-    ConfirmationBook,
-    SessionRefusal,
-)
+from actors.session import confirmations
+from actors.session.confirmations import CONFIRM_TIMEOUT, ConfirmationAnswer, ConfirmationBook
 from actors.session.core import SessionCore
-from actors.session.events import (
-    Cancel,
-    ConfirmRequest,
-    ToolActivity,
-    TurnEvent,
-    TurnRequest,
-)
-from actors.session.learning import Learning, LearningPlan
+from actors.session.durable import DurableTurns
+from actors.session.engine import TurnEngine, TurnOptions, TurnPorts
+from actors.session.events import ConfirmRequest, ToolActivity, TurnEvent, TurnRequest
+from actors.session.learning import Learning
 from actors.session.turnlog import TurnLog
-from actors.session.turns import TurnDesk
+from actors.store.models import OutboxItem
+from actors.store.store import Store
 
 DEADLINE = 5.0
 
@@ -103,32 +96,64 @@ def pin_checker(pins: dict[int, str]) -> confirmations.PinCheck:
     return check
 
 
+class HarnessPorts(TurnPorts):
+    """The test's side of a turn: the scripted agent answers, and what the actor would send
+    elsewhere (failures, notices, learning) is kept in lists for the test to read."""
+
+    def __init__(self, harness: SessionHarness) -> None:
+        self.harness = harness
+
+    async def prepare(self, core: SessionCore, turn: TurnLog, message: str,
+                      options: TurnOptions) -> tuple[TurnRequest, int]:
+        request, _ = await super().prepare(core, turn, message, options)
+        return request, self.harness.person
+
+    async def events(self, request: TurnRequest, sent: Any) -> AsyncIterator[TurnEvent]:
+        sent()
+        async for event in self.harness.agent.run(request, self.harness.confirm):
+            yield event
+
+    def failed(self, exc: Exception, what: str = "turn") -> None:
+        self.harness.failures.append(exc)
+
+    async def notify(self, item: OutboxItem) -> None:
+        self.harness.notices.append(item)
+
+    def learn(self, plan: Learning) -> None:
+        self.harness.learned.append(plan)
+
+    def pins(self) -> tuple[Callable[[], Awaitable[int]], confirmations.PinCheck]:
+        async def person() -> int:
+            return self.harness.person
+        return person, pin_checker(self.harness.pins)
+
+
 class SessionHarness:
-    """One conversation's cores, wired as the SessionActor wires them."""
+    """One conversation's TurnEngine, as the SessionActor builds it, with the harness's ports
+    (and the actor's durability wiring, DurableTurns, when given a store)."""
 
     def __init__(self, agent: FakeAgent, session_id: str = "s1", person: int = OWNER_ID,
                  pins: dict[int, str] | None = None, timeout: float = CONFIRM_TIMEOUT,
-                 channel: str = "chat") -> None:
+                 channel: str = "chat", store: Store | None = None, core: SessionCore | None = None) -> None:
         self.agent = agent
         self.person = person
         self.pins = pins or {}
-        self.core = SessionCore(session_id)
-        self.core.create(channel)
-        self.desk = TurnDesk()
-        self.book = ConfirmationBook(session_id, timeout=timeout)
-        self.learning = LearningPlan()
+        # A conversation rebuilt from the store (`core`), or a new one on `channel`.
+        self.core = core if core is not None else SessionCore(session_id)
+        if core is None:
+            self.core.create(channel)
         self.learned: list[Learning] = []
         self.failures: list[Exception] = []
-        self.notices: list[Any] = []
-        self.tasks: list[asyncio.Task[None]] = []
-
-    # -- what the actor's methods do --------------------------------------------------------
+        self.notices: list[OutboxItem] = []
+        self.durable = DurableTurns(self.core, store) if store is not None else None
+        self.engine = TurnEngine(self.core, HarnessPorts(self), ConfirmationBook(session_id, timeout=timeout),
+                                 self.durable)
+        self.desk = self.engine.desk
+        self.book = self.engine.book
 
     def start(self, message: str, background: bool = False) -> TurnLog:
         """`chat` without following: the turn runs as its own task."""
-        turn = self.desk.open(background)
-        self.tasks.append(asyncio.get_running_loop().create_task(self._run(turn, message)))
-        return turn
+        return self.engine.start(message, TurnOptions(background=background))
 
     async def chat(self, message: str, background: bool = False) -> list[TurnEvent]:
         return await self.collect(self.start(message, background))
@@ -136,43 +161,21 @@ class SessionHarness:
     async def collect(self, turn: TurnLog) -> list[TurnEvent]:
         """Follow the turn to its end (within the deadline), as a client would."""
         async def follow() -> list[TurnEvent]:
-            return [event async for event in self.desk.follow(turn)]
+            return [event async for event in self.engine.follow(turn)]
         return await asyncio.wait_for(follow(), DEADLINE)
 
     async def confirm(self, turn_id: str, request: ConfirmRequest) -> bool:
-        return await turns.ask(self.desk, self.book, turn_id, request)
+        return await self.engine.ask(turn_id, request)
 
     async def answer(self, confirmation_id: str, approve: bool, pin: str | None = None) -> ConfirmationAnswer | ErrorInfo:
-        async def person() -> int:
-            return self.person
-        try:
-            return await confirmations.answer(self.book, confirmation_id, approve, pin, person,
-                                              pin_checker(self.pins))
-        except SessionRefusal as exc:
-            return exc.info()
+        return await self.engine.answer(confirmation_id, approve, pin)
 
     def cancel(self, heard: str | None = None, heard_index: int | None = None) -> bool:
-        return self.desk.cancel(Cancel(heard=heard, heard_index=heard_index))
+        return self.engine.cancel(heard, heard_index)
 
     async def settle(self) -> None:
         """Wait for every turn task (after-turn work included) to end."""
-        await asyncio.wait_for(asyncio.gather(*self.tasks), DEADLINE)
-
-    async def _run(self, turn: TurnLog, message: str) -> None:
-        await turns.conduct(self.desk, self.core, self.book, turn, lambda: self._turn(turn, message),
-                            self.failures.append)
-        notice = turns.notice(turn, self.core.session_id)
-        if notice is not None:
-            self.notices.append(notice)
-        channel = self.core.conversation.channel if self.core.conversation else None
-        self.learned.append(self.learning.after_turn(turn.exchange, turn.background, turn.cancelled, channel))
-
-    async def _turn(self, turn: TurnLog, message: str) -> None:
-        self.core.add("user", message)
-        request = TurnRequest(messages=self.core.prompt("system"), session_id=self.core.session_id,
-                              turn_id=turn.turn_id)
-        await turns.reply(self.core, turn, message, self.agent.run(request, self.confirm),
-                          learn=self.person == OWNER_ID)
+        await asyncio.wait_for(asyncio.gather(*self.engine.tasks), DEADLINE)
 
 
 async def run_core_test(agent: FakeAgent, send: Sequence[str], expect: Sequence[Sequence[str]],

@@ -9,9 +9,7 @@ import asyncio
 from typing import Any
 
 from actors.session.core import CRASHED_NOTE, RESTART_CAUSE, SessionCore
-from actors.session.durable import DurableTurns
-from actors.session.events import Done, Sentence, TurnError, TurnRequest, TurnResult
-from actors.session import turns
+from actors.session.events import Done, Sentence, TurnError, TurnResult
 from actors.session.turnlog import TurnLog
 from actors.store.buffer import ConversationBuffer
 from actors.store.models import MessageRecord
@@ -20,27 +18,19 @@ from tests.actor_harness import DEADLINE, FakeAgent, Hold, SessionHarness
 
 
 class DurableHarness(SessionHarness):
-    """The harness's turn, with the actor's durability wiring and a real store."""
+    """The harness with the actor's durability wiring and a real store."""
 
-    def __init__(self, agent: FakeAgent, store: Store, session_id: str = "s1") -> None:
-        super().__init__(agent, session_id=session_id)
+    def __init__(self, agent: FakeAgent, store: Store, session_id: str = "s1", core: SessionCore | None = None) -> None:
+        super().__init__(agent, session_id=session_id, store=store, core=core)
         self.store = store
-        self.durable = DurableTurns(self.core, store)
         # What the store held at the moment each follower got the turn's last event.
         self.stored_at_end: list[list[MessageRecord]] = []
-
-    async def _turn(self, turn: TurnLog, message: str) -> None:
-        self.core.add("user", message)
-        self.durable.begin(turn)  # not awaited, as in the actor: the turn's end waits for it
-        request = TurnRequest(messages=self.core.prompt("system"), session_id=self.core.session_id,
-                              turn_id=turn.turn_id)
-        await turns.reply(self.core, turn, message, self.agent.run(request, self.confirm), learn=True)
 
     async def collect(self, turn: TurnLog) -> list[Any]:
         async def follow() -> list[Any]:
             out = []
             async for event in self.desk.follow(turn):
-                if event.type in ("done", "error"):
+                if isinstance(event, (Done, TurnError)):
                     self.stored_at_end.append(await self.store.list_messages(self.core.session_id))
                 out.append(event)
             return out
@@ -110,9 +100,7 @@ async def test_a_conversation_rebuilt_mid_turn_keeps_the_partial_reply_marked_in
     assert stored[1].meta == {"turn_id": stored[1].meta["turn_id"], "interrupted": True, "cause": RESTART_CAUSE}
     assert rebuilt.prompt("system")[-1].content == "The first half." + CRASHED_NOTE
     # The next turn continues after it, with no gap in what the model sees.
-    follow = DurableHarness(FakeAgent(said("Where was I.")), store)
-    follow.core = rebuilt
-    follow.durable = DurableTurns(rebuilt, store)
+    follow = DurableHarness(FakeAgent(said("Where was I.")), store, core=rebuilt)
     await follow.chat("go on")
     assert [m.content for m in await store.list_messages("s1")] == [
         "tell me a story", "The first half.", "go on", "Where was I."]

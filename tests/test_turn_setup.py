@@ -14,7 +14,7 @@ from sqlalchemy import event
 
 from actors.memory.repository import remember
 from actors.session import turns
-from actors.session.actor import sent_or_later
+from actors.session.ports import sent_or_later
 from actors.session.core import SessionCore
 from actors.session.turnlog import TurnLog
 from actors.store.store import Store

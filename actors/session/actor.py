@@ -1,9 +1,10 @@
 """SessionActor "session:{id}": one per conversation while it is in use.
 
 It owns the conversation's state and is only its Ray plumbing: the policy lives in Ray-free
-cores with their own tests. `turns` (one turn at a time, cancel jumping that queue, the agent's
-events relayed, the reply saved), `confirmations` (pending confirmations and the PIN rule),
-`learning` (what a turn teaches memory) and `IdleWatch` (when to exit).
+cores with their own tests. `engine.TurnEngine` runs the turns (one at a time, cancel jumping
+that queue, the agent's events relayed, the reply saved, confirmations and the PIN rule, what a
+turn teaches memory), the same engine the test harness builds; `ports.ActorPorts` is what it
+reaches through Ray (the store, the AgentLoop); `IdleWatch` says when to exit.
 
 Durable before done: a turn writes the person's message and a pending reply row when it starts,
 updates that row as sentences go out (one small upsert at a time, off the event path), and
@@ -15,12 +16,10 @@ summary, the `updated` stamp) waits for the flush timer. Killed mid-turn, the ac
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TYPE_CHECKING
 
 import ray
@@ -30,50 +29,30 @@ from actors.common.background import spawn
 from actors.common.errors import ErrorInfo, IriisError
 from actors.common.idle import IdleWatch
 from actors.common.trace import mark
-from actors.devices.people import OWNER_ID
 from actors.logmask import install_log_masking
 from actors.recent_errors import report
-from actors.session import confirmations, turns
-from actors.session.confirmations import (
-    ConfirmationAnswer,
-    ConfirmationBook,
-    SessionRefusal,
-)
+from actors.session import turns
+from actors.session.confirmations import ConfirmationAnswer, ConfirmationBook
 from actors.session.core import SessionCore
 from actors.session.durable import DurableTurns
-from actors.session.events import Cancel, ConfirmRequest, Sentence, TurnEvent, TurnRequest
-from actors.session.learning import LearningPlan
+from actors.session.engine import TurnEngine, TurnOptions
+from actors.session.events import ConfirmRequest, TurnEvent
+from actors.session.ports import ActorPorts
 # The adoption record and the live-handle helpers live in slots.py; imported here too, where
 # callers (the gateway's context, the CLI) have always found them.
 from actors.session.slots import adopted_session, live_sessions, live_sessions_async, remember_adoption  # noqa: F401
-from actors.session.turnlog import TurnLog
-from actors.session.turns import TurnDesk
-from actors.session.warm import shared_encoder, warm_process
+from actors.session.warm import warm_process
 from actors.store.store import Store
 
 if TYPE_CHECKING:
     from ray.serve.handle import DeploymentHandle
 
 log = logging.getLogger(__name__)
-# The longest a turn's first write waits for its AgentLoop call to reach a replica.
-SEND_WAIT = 0.02
 # A released actor ends itself this long after answering (the pool ends it at once anyway).
 RELEASE_EXIT_DELAY = 1.0
 # The longest a conversation asked to make room waits for its reflection to finish; past it the
 # conversation stays, and the newcomer is told when to come back.
 RELEASE_LEARNING_WAIT = 20.0
-
-
-async def sent_or_later(stream: Any, timeout: float) -> None:
-    """Return once Serve has handed `stream`'s request to a replica, or after `timeout` (queues
-    full, or a handle that cannot say), whichever is first. Never raises and never cancels the
-    wait (that would cancel the request): the stream itself reports a call that failed."""
-    try:
-        assigned = asyncio.ensure_future(stream._to_object_ref_gen())
-    except Exception:  # noqa: BLE001 - an older or other handle: no wait
-        return
-    assigned.add_done_callback(lambda f: f.cancelled() or f.exception())
-    await asyncio.wait({assigned}, timeout=timeout)
 
 
 class SessionConfig(BaseModel):
@@ -114,19 +93,16 @@ class SessionActor:
     def _take(self, session_id: str) -> None:
         """Every per-conversation field, for `session_id` ("" while a spare)."""
         self.core = SessionCore(session_id)
-        self.desk = TurnDesk()
-        self.confirmations = ConfirmationBook(session_id)
-        self.learning = LearningPlan()
         self.idle = IdleWatch(self.config.idle_seconds)
         self._loaded = False
         self._load_lock = asyncio.Lock()
-        self._summarizing: asyncio.Task[None] | None = None
         self._timers: list[asyncio.Task[None]] = []
         self._started = time.time()
         # Background learning (reflection, playbook); kept so idle exit waits for it.
         self._learning: set[asyncio.Task[Any]] = set()
-        self._turned = asyncio.Event()   # a turn has ended here (the pool waits for it)
         self.durable = DurableTurns(self.core, self.store, report)
+        ports = ActorPorts(session_id, self.store, self.agent, self.idle, self._background, self.config.memory)
+        self.turns = TurnEngine(self.core, ports, ConfirmationBook(session_id), self.durable, self.config.memory)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -160,8 +136,7 @@ class SessionActor:
     def _working(self) -> bool:
         """A turn, a confirmation or a summary under way (what keeps the process from going
         even when room is needed); learning from a finished turn is not counted here."""
-        return bool(self.desk.busy or len(self.confirmations)
-                    or (self._summarizing and not self._summarizing.done()))
+        return self.turns.working()
 
     async def _idle_timer(self) -> None:
         while True:
@@ -234,7 +209,7 @@ class SessionActor:
     async def first_turn(self, timeout: float) -> bool:
         """Whether a turn ended here within `timeout` s (the pool's next spare waits for it)."""
         try:
-            await asyncio.wait_for(self._turned.wait(), timeout)
+            await asyncio.wait_for(self.turns.turned.wait(), timeout)
             return True
         except asyncio.TimeoutError:
             return False
@@ -253,7 +228,7 @@ class SessionActor:
 
     def state(self) -> dict[str, Any]:
         # `learning`: reflection and playbook work still running after the last reply.
-        return {**turns.state(self.core, self.desk, self.confirmations, self._started), "learning": len(self._learning)}
+        return {**turns.state(self.core, self.turns.desk, self.turns.book, self._started), "learning": len(self._learning)}
 
     def has_message(self, message_id: str) -> bool:
         return any(m.id == message_id for m in self.core.history)
@@ -283,28 +258,26 @@ class SessionActor:
         mark("session.in", self.core.session_id)
         if not self._loaded and not await self.open():
             raise SessionNotFound(self.core.session_id)
-        turn = self.desk.open(background)
-        # A fresh context: the turn must not inherit the caller's request context, or Ray
-        # cancels it (and the AgentLoop call under it) when that caller goes away.
-        asyncio.get_running_loop().create_task(self._run(turn, message, attended, sources, work_only), context=contextvars.Context())
-        async for event in self.desk.follow(turn):
+        turn = self.turns.start(message, TurnOptions(background=background, attended=attended,
+                                                     sources=tuple(sources or ()), work_only=work_only))
+        async for event in self.turns.follow(turn):
             yield event
 
     async def follow(self, turn_id: str | None = None) -> AsyncIterator[TurnEvent]:
         """Follow a running turn from its start, for a client that reopened."""
-        turn = self.desk.get(turn_id)
+        turn = self.turns.desk.get(turn_id)
         if turn is None:
             return
-        async for event in self.desk.follow(turn):
+        async for event in self.turns.follow(turn):
             yield event
 
     def client_left(self, turn_id: str) -> None:
         """The HTTP client went away: a background turn goes on, a plain one stops there."""
-        self.desk.client_left(turn_id)
+        self.turns.desk.client_left(turn_id)
 
     async def cancel(self, heard: str | None = None, heard_index: int | None = None) -> bool:
         """Stop the running turn now (barge-in); does not wait behind the turn lock."""
-        return self.desk.cancel(Cancel(heard=heard, heard_index=heard_index))
+        return self.turns.cancel(heard, heard_index)
 
     async def keep_heard(self, message_id: str, heard: str) -> bool:
         """Barge-in after the reply was written (its audio still playing): the stored reply
@@ -317,93 +290,16 @@ class SessionActor:
 
     async def request_confirmation(self, turn_id: str, request: ConfirmRequest) -> bool:
         """Called by the AgentLoop: ask the owner through the turn's stream and wait."""
-        return await turns.ask(self.desk, self.confirmations, turn_id, request)
+        return await self.turns.ask(turn_id, request)
 
     async def answer_confirmation(self, confirmation_id: str, approve: bool,
                                   pin: str | None) -> ConfirmationAnswer | ErrorInfo:
         """Resolve a pending confirmation; a refusal (not found, PIN) comes back as ErrorInfo."""
-        self.idle.touch()
-        person, check = confirmations.store_pins(self.store, self.core.session_id)
-        try:
-            return await confirmations.answer(self.confirmations, confirmation_id, approve, pin, person, check)
-        except SessionRefusal as exc:
-            return exc.info()
-
-    async def _run(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None,
-                   work_only: bool = False) -> None:
-        self.idle.touch()
-        await turns.conduct(self.desk, self.core, self.confirmations, turn,
-                            lambda: self._turn(turn, message, attended, sources, work_only), self._turn_failed)
-        self.idle.touch()
-        self._turned.set()
-        await self._after_turn(turn)
-
-    def _turn_failed(self, exc: Exception) -> None:
-        log.exception("turn failed in session %s", self.core.session_id)
-        report("session.turn", exc, request={"session": self.core.session_id})
-
-    async def _turn(self, turn: TurnLog, message: str, attended: bool, sources: list[str] | None = None,
-                    work_only: bool = False) -> None:
-        self.core.add("user", message, meta={"sources": sources} if sources else None)
-        # The person's message (and the pending reply) go to the store beside the model's work:
-        # the write starts once the prompt's reads are done, as the AgentLoop call goes out (run
-        # at once, it slowed those reads by ~5 ms). The turn's end waits for that write
-        # (DurableTurns.settle), so nothing reaches `done` unwritten.
-        mark("session.begun", self.core.session_id)
-        try:
-            request, person = await turns.prepare(self.store, self.core, turn, message, attended, shared_encoder,
-                                                  session=ray.get_runtime_context().current_actor, sources=sources,
-                                                  work_only=work_only, memory=self.config.memory,
-                                                  later=lambda work: self._background(work, "memory_use"))
-        except BaseException:
-            self.durable.begin(turn)
-            raise
-        mark("session.prepared", self.core.session_id)
-        # Closed at once when the reply ends early (an error), which stops the AgentLoop's stream.
-        async with aclosing(self._agent_events(request, lambda: self.durable.begin(turn))) as events:
-            await turns.reply(self.core, turn, message, events, learn=person == OWNER_ID and self.config.memory)
-
-    async def _agent_events(self, request: TurnRequest, sent: Callable[[], object]) -> AsyncIterator[TurnEvent]:
-        """The AgentLoop's stream; stopped there too if this turn stops reading early. `sent`
-        (the turn's first write) runs once a replica has the request, or after at most
-        SEND_WAIT: begun before, its statement building and commit held this event loop while
-        Serve's router was sending the request (2.5 ms more to the AgentLoop)."""
-        stream = None
-        complete = False
-        try:
-            try:
-                stream = self.agent.options(stream=True).run.remote(request)
-                await sent_or_later(stream, SEND_WAIT)
-            finally:
-                sent()  # also when the call failed or the turn was stopped in those milliseconds
-            async for event in stream:
-                if isinstance(event, Sentence):
-                    mark("session.sentence", self.core.session_id)
-                yield event
-            complete = True
-        finally:
-            if not complete and stream is not None:
-                stream.cancel()
-
-    async def _after_turn(self, turn: TurnLog) -> None:
-        item = turns.notice(turn, self.core.session_id)
-        if item is not None:
-            try:
-                await self.store.add_outbox(item)
-            except Exception as exc:  # noqa: BLE001 - a lost notification must not lose the turn
-                report("session.outbox", exc, request={"session": self.core.session_id})
-        channel = self.core.conversation.channel if self.core.conversation else None
-        plan = self.learning.after_turn(turn.exchange, turn.background, turn.cancelled, channel)
-        if plan.reflect is not None:
-            self._background(self.agent.reflect.remote(plan.reflect), "reflection")
-        if plan.distill is not None:
-            self._background(self.agent.distill.remote(plan.distill, self.core.session_id), "playbook")
-        if self.core.to_fold() and (self._summarizing is None or self._summarizing.done()):
-            self._summarizing = asyncio.get_running_loop().create_task(self._summarize())
+        return await self.turns.answer(confirmation_id, approve, pin)
 
     # -- learning -------------------------------------------------------------------------
 
-    def _background(self, ref: Any, what: str) -> None:
+    def _background(self, ref: Awaitable[Any], what: str) -> None:
         async def run() -> None:
             try:
                 await ref
@@ -416,7 +312,7 @@ class SessionActor:
     async def _end_work_session(self) -> None:
         """A conversation going idle after several tool-using turns was a piece of work:
         distil what it taught before the actor exits."""
-        work = self.learning.end_work_session()
+        work = self.turns.learning.end_work_session()
         if work is None:
             return
         try:
@@ -427,14 +323,6 @@ class SessionActor:
     async def end_work_session(self) -> None:
         """Distil the work session now (tests and the scheduler call this)."""
         await self._end_work_session()
-
-    async def _summarize(self) -> None:
-        """Fold what left the verbatim window into the rolling summary, in the background."""
-        try:
-            await turns.fold_summary(self.core, self.agent.summarize.remote)
-        except Exception as exc:
-            log.exception("summary failed in session %s", self.core.session_id)
-            report("session.summary", exc, request={"session": self.core.session_id})
 
 
 def process_store(url: str) -> Store:
