@@ -34,6 +34,7 @@ from actors.camera.scheduler import LookScheduler
 from actors.camera.state import CameraState
 from actors.camera.stream import StreamCore
 from actors.common.errors import ErrorInfo
+from actors.session.confirmations import ConfirmationAnswer
 from vision.vlm import Reading, VlmAnswer
 
 JPEG = b"\xff\xd8\xff" + b"\0" * 32
@@ -119,8 +120,10 @@ class FakeCamera:
     async def review(self, seconds: float, question: str, file_id: int | None) -> int:
         return 7
 
-    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
-        return {"id": confirmation_id, "status": "approved" if approve else "declined"}
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> ConfirmationAnswer | ErrorInfo:
+        if confirmation_id == "gone":
+            return ErrorInfo(code="not_found", message="No confirmation gone.")
+        return ConfirmationAnswer(id=confirmation_id, status="approved" if approve else "declined")
 
     async def signal(self, sender: str, message: dict[str, Any]) -> bool:
         return False
@@ -231,6 +234,7 @@ async def test_messages_are_dispatched_and_answered_in_their_wire_shape() -> Non
     assert await stream.on_text('{"type": "ping"}')
     assert await stream.on_text('{"type": "review", "seconds": 30}')
     assert await stream.on_text('{"type": "confirm", "id": "c1", "approve": false}')
+    assert await stream.on_text('{"type": "confirm", "id": "gone", "approve": true}')
     assert await stream.on_text('{"type": "procedure", "id": 9}')
     assert await stream.on_text('{"type": "webrtc", "to": "viewer:3", "sdp": "x"}')
     assert await stream.on_text('{"type": "ask", "text": "what is this?"}')
@@ -238,6 +242,8 @@ async def test_messages_are_dispatched_and_answered_in_their_wire_shape() -> Non
     assert sent.sent == [
         {"type": "pong"},
         {"type": "confirmation", "id": "c1", "status": "declined"},
+        # A refusal keeps the confirmation's wire shape ({error, message}), not the error event's.
+        {"type": "confirmation", "error": "not_found", "message": "No confirmation gone."},
         {"type": "error", "code": "not_found", "message": "No procedure 9."},
         {"type": "error", "code": "no_viewer", "message": "No viewer 'viewer:3'."},
     ]

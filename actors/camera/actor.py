@@ -43,6 +43,7 @@ from actors.logmask import install_log_masking
 from actors.providers.openai_compat import OpenAICompatProvider
 from actors.providers.router_actor import RemoteRouter, router_actor
 from actors.recent_errors import report
+from actors.session.confirmations import ConfirmationAnswer
 from actors.session.events import ConfirmAsked, Done, TurnError
 from actors.settings import ProviderConfig
 from actors.store.store import Store
@@ -355,13 +356,11 @@ class CameraActorBase:
         if text.strip() and text.strip().rstrip(".") != NOTHING:
             self.push({"type": "agent", "text": text})
 
-    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> ConfirmationAnswer | ErrorInfo:
+        """The session's answer, typed as it gave it (the socket writes it out)."""
         if self.session is None:
-            return {"error": "not_found", "message": "This stream has no agent session."}
-        answer = await self.session.answer_confirmation.remote(confirmation_id, approve, pin)
-        # The session answers typed (ConfirmationAnswer or ErrorInfo); the socket sends a dict.
-        return ({"error": answer.code, "message": answer.message} if isinstance(answer, ErrorInfo)
-                else answer.model_dump())
+            return ErrorInfo(code="not_found", message="This stream has no agent session.")
+        return await self.session.answer_confirmation.remote(confirmation_id, approve, pin)
 
     # -- settings from the socket ---------------------------------------------------------
 

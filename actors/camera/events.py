@@ -112,6 +112,14 @@ class Confirmation(_Open):
 
     type: Literal["confirmation"] = "confirmation"
 
+    @classmethod
+    def of(cls, answer: BaseModel) -> Confirmation:
+        """The session's typed answer (`ConfirmationAnswer`, or an `ErrorInfo` refusal) as the
+        socket writes it: {id, status}, or {error, message}."""
+        if isinstance(answer, ErrorInfo):
+            return cls(error=answer.code, message=answer.message)
+        return cls(**answer.model_dump())
+
 
 # -- the actor's ---------------------------------------------------------------------------
 

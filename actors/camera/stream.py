@@ -14,6 +14,8 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from actors.camera import messages as m
 from actors.camera.events import (
     CameraEvent,
@@ -53,7 +55,7 @@ class CameraPort(Protocol):
     async def set_procedure(self, procedure_id: int | None) -> State | ErrorInfo: ...
     async def set_coach(self, on: bool, interval: float | None) -> None: ...
     async def review(self, seconds: float, question: str, file_id: int | None) -> int: ...
-    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]: ...
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> BaseModel: ...
     async def signal(self, sender: str, message: dict[str, Any]) -> bool: ...
     async def observe(self, perception: dict[str, Any], frame: Any) -> dict[str, Any]: ...
     async def observe_text(self, text: str) -> None: ...
@@ -152,8 +154,7 @@ class StreamCore:
         elif isinstance(message, m.Review):
             await camera.review(message.seconds, message.question, message.file_id)
         elif isinstance(message, m.Confirm):
-            result = await camera.confirm(message.id, message.approve, message.pin)
-            await self.send(Confirmation(**result))
+            await self.send(Confirmation.of(await camera.confirm(message.id, message.approve, message.pin)))
         elif isinstance(message, m.Signal):
             if not await camera.signal("owner", message.model_dump()):
                 await self.send(ErrorEvent(code="no_viewer", message=f"No viewer {message.to!r}."))

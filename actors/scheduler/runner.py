@@ -70,8 +70,8 @@ class RunnerSettings:
 
 
 @dataclass
-class Session:
-    """What one session of a task produced."""
+class TaskRun:
+    """What one run of a task produced (one turn in the task's conversation)."""
 
     text: str = ""
     tools: list[dict[str, Any]] = field(default_factory=list)
@@ -192,22 +192,22 @@ class TaskRunner:
         """Run one claimed row; the outcome written, or None when the claim was lost."""
         if task.kind == "reminder":
             return await self._remind(task)
-        session = await self._session(task)
+        run = await self._run(task)
         now = self.clock()
-        if session.stopped:
+        if run.stopped:
             return None
-        if session.timed_out or session.error:
+        if run.timed_out or run.error:
             why = (f"the session ran past {self.settings.timeout / 60:.0f} minutes and was stopped"
-                   if session.timed_out else f"the session failed: {session.error}")
-            return await self._write(task, protocol.unfinished(task, f"{session.text}\n({why})".strip(), now,
+                   if run.timed_out else f"the session failed: {run.error}")
+            return await self._write(task, protocol.unfinished(task, f"{run.text}\n({why})".strip(), now,
                                                                self.tz, error=why))
-        verdict = protocol.read_status(session.text)
+        verdict = protocol.read_status(run.text)
         if verdict is None:
-            verdict = resolve_verdict(session.text, await self._judge(task, session.text))
-        outcome = protocol.decide(task, session.text, verdict, session.tools, now, self.tz)
-        return await self._write(task, outcome, distill=not session.tools)
+            verdict = resolve_verdict(run.text, await self._judge(task, run.text))
+        outcome = protocol.decide(task, run.text, verdict, run.tools, now, self.tz)
+        return await self._write(task, outcome, distill=not run.tools)
 
-    async def _session(self, task: Task) -> Session:
+    async def _run(self, task: Task) -> TaskRun:
         assert task.conversation_id is not None
         cid = task.conversation_id
         await self.turns.open(cid)
@@ -215,7 +215,7 @@ class TaskRunner:
             # Its dead runner's turn may still be going in the conversation: stop it first, so
             # the rescued session does not queue behind it (or repeat its work beside it).
             await self.turns.cancel(cid)
-        out = Session()
+        out = TaskRun()
         watcher = asyncio.get_running_loop().create_task(self._watch(task, out))
         try:
             async with asyncio.timeout(self.settings.timeout):
@@ -252,7 +252,7 @@ class TaskRunner:
         carried = task.runs > 0 and bool(task.notes.strip())
         return ([f"task:{task.id}"] if work_only or carried else []), work_only
 
-    async def _watch(self, task: Task, out: Session) -> None:
+    async def _watch(self, task: Task, out: TaskRun) -> None:
         """Between steps too: a cancelled row stops its turn within `cancel_check` seconds."""
         while True:
             await asyncio.sleep(self.settings.cancel_check)

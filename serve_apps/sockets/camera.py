@@ -30,6 +30,7 @@ from actors.common.ids import ascii_int
 from actors.common.placement import preferred
 from actors.common.restart import through_restart
 from actors.recent_errors import report
+from actors.session.confirmations import ConfirmationAnswer
 from actors.store.models import new_id
 from serve_apps.http.auth import key_matches, presented_key
 from serve_apps.http.deps import context_of
@@ -102,7 +103,7 @@ class RemoteCamera:
     async def review(self, seconds: float, question: str, file_id: int | None) -> int:
         return await self._call("review", seconds, question, file_id)
 
-    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> dict[str, Any]:
+    async def confirm(self, confirmation_id: str, approve: bool, pin: str | None) -> ConfirmationAnswer | ErrorInfo:
         return await self._call("confirm", confirmation_id, approve, pin)
 
     async def signal(self, sender: str, message: dict[str, Any]) -> bool:
