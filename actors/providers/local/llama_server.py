@@ -10,7 +10,6 @@ cluster fills with vLLM or Ray Serve LLM at another base URL. No Ray import.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import os
 import signal
 import socket
@@ -32,15 +31,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+# The child sets its own death signal, then runs the server module: no `preexec_fn` (Python run
+# between fork and exec in a threaded parent can deadlock on a lock another thread held at the
+# fork, such as the dynamic loader's; a test's server start once hung there until its timeout).
+LAUNCH = (f"import ctypes, runpy; ctypes.CDLL('libc.so.6').prctl({PDEATHSIG}, {int(signal.SIGKILL)}); "
+          "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)")
 
 
 def command(python: str, model: Path, alias: str, port: int, n_ctx: int, threads: int) -> list[str]:
-    return [python, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
+    return [python, "-c", LAUNCH, "--model", str(model), "--model_alias", alias,
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
             "--n_threads", str(threads), "--n_threads_batch", str(threads),
             # A new request must wait, not cut off the answer someone is hearing.
@@ -75,8 +74,7 @@ class LlamaServer:
         it did not come up."""
         self.port = free_port()
         self.proc = subprocess.Popen(command(self.python, self.model, self.alias, self.port, self.n_ctx, self.threads),
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     preexec_fn=_die_with_parent)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         asyncio.get_running_loop().run_in_executor(None, self._read)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
