@@ -10,7 +10,11 @@ Counted over actors/, serve_apps/ and vision/ (the product, not tests or benchma
   actor handle (`*handle*`, `agent`, `registry`, `hub`, `router`, `perception`, `gateway`, ...);
 - `errors_outside_tree`: exception classes that do not descend from `IriisError`;
 - `string_event_compares`: comparisons of an event's `.type` with a string or a tuple of them;
-- `long_functions`: functions over 80 lines; `inner_imports`: imports inside a function;
+- `long_functions`: functions over 80 lines;
+- `inner_imports`: imports inside a function with no `# lazy: <reason>` comment on their line (the
+  rule is imports at the top of the module); `lazy_imports`: imports inside a function that are
+  lazy on purpose (a heavy or optional package, Ray kept out of a fast CLI) and say why with
+  `# lazy: <reason>` on the import's own line;
 - `long_files`: files over 400 lines.
 """
 
@@ -26,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("actors", "serve_apps", "vision")
 HANDLE_NAME = re.compile(r"handle|^agent$|registry$|^hub$|^router$|perception|gateway|^actor$|deployment")
+# A deliberately lazy import says why on its own line: `import x  # lazy: x costs ~1 s to import`.
+LAZY = re.compile(r"#\s*lazy:\s*\S")
 BUILTIN_EXCEPTIONS = {name for name in dir(builtins)
                       if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name), BaseException)}
 
@@ -48,7 +54,7 @@ def _base_names(node: ast.ClassDef) -> list[str]:
 def measure() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {k: [] for k in (
         "routers", "routers_with_prefix_or_tags", "app_module", "any_handles", "errors_outside_tree",
-        "string_event_compares", "long_functions", "inner_imports", "long_files")}
+        "string_event_compares", "long_functions", "inner_imports", "lazy_imports", "long_files")}
     classes: dict[str, tuple[list[str], str]] = {}
     defined: list[tuple[str, str]] = []   # (name, where) of every class, duplicates included
     for path in _files():
@@ -56,6 +62,7 @@ def measure() -> dict[str, list[str]]:
         source = path.read_text()
         if source.count("\n") > 400:
             found["long_files"].append(f"{rel} ({source.count(chr(10))})")
+        lines = source.splitlines()
         tree = ast.parse(source)
         for node in ast.walk(tree):
             where = f"{rel}:{getattr(node, 'lineno', 0)}"
@@ -79,7 +86,9 @@ def measure() -> dict[str, list[str]]:
                         found["any_handles"].append(f"{where} {node.name}({arg.arg})")
                 for inner in ast.walk(node):
                     if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                        found["inner_imports"].append(f"{rel}:{inner.lineno}")
+                        text = lines[inner.lineno - 1:inner.end_lineno or inner.lineno]
+                        lazy = any(LAZY.search(line) for line in text)
+                        found["lazy_imports" if lazy else "inner_imports"].append(f"{rel}:{inner.lineno}")
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, (ast.Attribute, ast.Name)):
                 name = node.target.attr if isinstance(node.target, ast.Attribute) else node.target.id
                 if HANDLE_NAME.search(name) and _is_any(node.annotation):
@@ -96,6 +105,7 @@ def measure() -> dict[str, list[str]]:
                     found["string_event_compares"].append(where)
     # Nested functions count once per enclosing function too: keep each import line once.
     found["inner_imports"] = sorted(set(found["inner_imports"]))
+    found["lazy_imports"] = sorted(set(found["lazy_imports"]))
 
     def exception_root(name: str, seen: frozenset[str] = frozenset()) -> str | None:
         """'iriis' for a class under IriisError, 'other' for another exception, None for none."""

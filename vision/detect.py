@@ -256,7 +256,7 @@ def _load_ultralytics(source: str) -> Any:
         )
     # Ultralytics checks for updates and fetches fonts when online; keep it quiet and local.
     os.environ.setdefault("YOLO_OFFLINE", "1")
-    from ultralytics import YOLO
+    from ultralytics import YOLO  # lazy: optional package; ultralytics costs ~1.7 s
 
     return YOLO(source, task="detect")
 

@@ -70,7 +70,7 @@ class RapidOcrEngine:
     name = "rapidocr"
 
     def __init__(self, *, min_confidence: float = 0.5, limit_side_len: int = 640, threads: int = 1) -> None:
-        from rapidocr import RapidOCR
+        from rapidocr import RapidOCR  # lazy: RapidOCR (onnxruntime, OpenCV) costs ~0.6 s
 
         self.min_confidence = min_confidence
         self._engine = RapidOCR(
@@ -124,7 +124,7 @@ class PaddleOcrEngine:
                 raise OcrUnavailable(f"PaddleOCR model folder not found: {str(folder)!r}")
         if importlib.util.find_spec("paddleocr") is None:
             raise OcrUnavailable("PaddleOCR model folders are set but paddleocr is not installed")
-        from paddleocr import PaddleOCR
+        from paddleocr import PaddleOCR  # lazy: optional package
 
         self.min_confidence = min_confidence
         self._engine = PaddleOCR(

@@ -55,11 +55,11 @@ class Embedder:
     """One loaded ONNX sentence encoder. `encode` is CPU work: call it from a thread."""
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # lazy: onnxruntime costs ~0.2 s; loaded with the model
 
         options = ort.SessionOptions()
         try:
-            from onnxruntime_extensions import get_library_path
+            from onnxruntime_extensions import get_library_path  # lazy: optional package
             options.register_custom_ops_library(get_library_path())
         except ImportError:
             # A model without custom ops still loads; one that needs them fails just below.

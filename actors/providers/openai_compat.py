@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from email.utils import parsedate_to_datetime
@@ -31,8 +32,6 @@ def parse_retry_after(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        import time
-
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import ray
 from pydantic import BaseModel
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.common.idle import IdleWatch
 from actors.common.names import NAMESPACE
@@ -297,8 +298,6 @@ def relay_actor(uid: str, config: RelayConfig, placement: dict[str, Any] | None 
     """The session's actor, created on first use. `placement` (actors.common.placement, from
     `config.prefer_resource`) says which node it prefers; without one it is pinned to this
     node, where the app keeps its files."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     if not placement:
         node = ray.get_runtime_context().get_node_id()
         placement = {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node, soft=False)}

@@ -40,10 +40,10 @@ def fingerprint(cert_der: bytes) -> str:
 
 def ensure_certificate(folder: Path) -> tuple[Path, Path, str]:
     """The host's certificate and key (made on first use), and the certificate's fingerprint."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    from cryptography import x509  # lazy: cryptography ~0.1 s; new certificate only
+    from cryptography.hazmat.primitives import hashes, serialization  # lazy: cryptography ~0.1 s; new certificate only
+    from cryptography.hazmat.primitives.asymmetric import ec  # lazy: cryptography ~0.1 s; new certificate only
+    from cryptography.x509.oid import NameOID  # lazy: cryptography ~0.1 s; new certificate only
 
     folder.mkdir(parents=True, exist_ok=True)
     cert_path, key_path = folder / CERT_NAME, folder / KEY_NAME

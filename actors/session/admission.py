@@ -47,7 +47,7 @@ RECHECK_SECONDS = 2.0
 def total_memory() -> int:
     """This machine's memory in bytes, or a container's limit when that is lower."""
     try:
-        import psutil
+        import psutil  # lazy: optional (without it the OS is asked)
 
         total = int(psutil.virtual_memory().total)
     except Exception:  # noqa: BLE001 - psutil missing or unreadable: ask the OS

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 
 from actors.store.store import Store
@@ -29,8 +31,6 @@ async def migrate(store: Store, revision: str = "head") -> None:
 
 
 async def current_revision(store: Store) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
     def read(connection: Connection) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
@@ -40,6 +40,4 @@ async def current_revision(store: Store) -> str | None:
 
 def head_revision() -> str | None:
     """The newest revision the migrations folder defines."""
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(_alembic_config()).get_current_head()

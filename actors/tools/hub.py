@@ -52,7 +52,7 @@ class ToolHub:
         return await asyncio.shield(self._recovery)
 
     async def _recover(self) -> int:
-        from actors.devices.actor import live_devices_async
+        from actors.devices.actor import live_devices_async  # lazy: pulls the store (sqlalchemy) into the ToolHub's process
 
         await self.ready()
         back = 0

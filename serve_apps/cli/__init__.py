@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from serve_apps.cli.keys import add_key_parsers
@@ -16,8 +17,6 @@ from serve_apps.cli.serve import add_serve_parser
 
 
 def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("iriis")
     except PackageNotFoundError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import sys
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from actors.common.hashing import hash_pin
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
 from serve_apps.cli.common import settings_or_exit
+from serve_apps.cli.people import user_pin_command
 from serve_apps.http.auth import KEY_LAST_USED_KV, create_key, load_key_records, revoke_key
 
 
@@ -73,11 +75,7 @@ def key_revoke_command(args: argparse.Namespace) -> int:
 
 def pin_command(args: argparse.Namespace) -> int:
     """Set the owner's action PIN (needed to approve PIN-tier actions)."""
-    import getpass
-
     if getattr(args, "user", None):
-        from serve_apps.cli.people import user_pin_command
-
         return user_pin_command(args)
     settings = settings_or_exit()
     if args.stdin:

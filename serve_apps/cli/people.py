@@ -11,17 +11,15 @@ from typing import Any
 
 from actors.devices import people
 from actors.devices import repository as repo
-from actors.devices.protocol import KINDS, SKILL_NAME
+from actors.devices.protocol import CLOSE_GOING_AWAY, KINDS, SKILL_NAME
 from actors.devices.settings import DeviceSettings
 from actors.devices.tokens import pair_link
 from actors.store.migrate import migrate
-from actors.store.store import Store
+from actors.store.store import Store, resolve_url
 from serve_apps.cli.common import settings_or_exit
 
 
 def _database_url() -> str:
-    from actors.store.store import resolve_url
-
     settings = settings_or_exit()
     return resolve_url(settings.database_url, settings.iriis_home)
 
@@ -177,10 +175,9 @@ def add_people_parsers(sub: Any) -> None:
 
 def close_devices_for_shutdown() -> int:
     """Close every connected device with 1001 (going away) before Serve stops."""
-    import ray
+    import ray  # lazy: imports Ray; keeps `iriis --help` fast
 
-    from actors.devices.actor import live_devices
-    from actors.devices.protocol import CLOSE_GOING_AWAY
+    from actors.devices.actor import live_devices  # lazy: imports Ray; keeps `iriis --help` fast
 
     refs = [actor.close.remote(CLOSE_GOING_AWAY, "the server is restarting")
             for actor in live_devices().values()]

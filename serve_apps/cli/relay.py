@@ -27,6 +27,9 @@ from actors.common.ids import ascii_int
 from actors.relay.pairing import Blob, TokenError, decode
 from actors.relay.settings import RelaySettings
 from actors.relay.tunnel import Forwarder, TunnelError, candidate_addresses, dial, ensure_certificate
+from actors.settings import SettingsError, load_settings
+from actors.store.migrate import migrate
+from actors.store.store import Store, resolve_url
 
 log = logging.getLogger("iriis.relay")
 # Asking a relay on this machine: a dead port refuses at once, but a live relay may need a while
@@ -69,8 +72,6 @@ def _existing_relay(host: str, port: int) -> str | None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    from actors.settings import SettingsError, load_settings
-
     _logging(args.v)
     try:
         settings = load_settings()
@@ -103,14 +104,12 @@ def serve_command(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace, settings: object, relay: RelaySettings, data: Path,
                  database_url: str, local_sock: socket.socket, tls_sock: socket.socket) -> int:
-    import ray
+    import ray  # lazy: imports Ray; keeps `iriis --help` fast
 
-    from actors.common.names import NAMESPACE
-    from actors.relay.actor import RelayConfig
-    from actors.relay.service import RelayService
-    from actors.store.migrate import migrate
-    from actors.store.store import Store, resolve_url
-    from serve_apps.http.relay_app import build_relay_app
+    from actors.common.names import NAMESPACE  # lazy: imports Ray; keeps `iriis --help` fast
+    from actors.relay.actor import RelayConfig  # lazy: imports Ray; keeps `iriis --help` fast
+    from actors.relay.service import RelayService  # lazy: imports Ray; keeps `iriis --help` fast
+    from serve_apps.http.relay_app import build_relay_app  # lazy: imports Ray; keeps `iriis --help` fast
 
     url = resolve_url(database_url, data)
     store = Store.open(url)

@@ -103,7 +103,7 @@ def serve_command(args: argparse.Namespace) -> int:
     # the environment it starts with is set first.
     for name, value in RAY_START_ENV.items():
         os.environ.setdefault(name, value)
-    from serve_apps.cli.running import Start, run
+    from serve_apps.cli.running import Start, run  # lazy: Ray and Serve; RAY_START_ENV must be set first
 
     run(Start(settings=settings, verbose=args.verbose, host=host, port=port,
               database_url=database_url, key_hashes=hashes, new_key=new_key, internal_key=internal_key,

@@ -15,11 +15,16 @@ import os
 import sys
 from typing import Any
 
+from actors.providers.router_actor import router_actor
+from actors.recent_errors import error_log
 from actors.settings import Settings
 from actors.store.migrate import migrate
 from actors.store.store import Store, resolve_url
+from actors.tools.builtin import builtin_toolbox
 from actors.tools.config import load_mcp_config
+from actors.tools.hub import tool_hub
 from serve_apps.deployments.app import AppArgs, build_app
+from serve_apps.http.auth import hash_key
 
 
 async def _migrate(url: str) -> None:
@@ -32,12 +37,6 @@ async def _migrate(url: str) -> None:
 
 def build(args: dict[str, Any]) -> Any:
     """`args` (from the config file) may set `gpus` (a fraction per Perception replica)."""
-    from actors.recent_errors import error_log
-    from actors.providers.router_actor import router_actor
-    from actors.tools.builtin import builtin_toolbox
-    from actors.tools.hub import tool_hub
-    from serve_apps.http.auth import hash_key
-
     settings = Settings()
     database_url = resolve_url(settings.database_url, settings.iriis_home)
     asyncio.run(_migrate(database_url))

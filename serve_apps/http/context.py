@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import ray
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from ray.exceptions import RayActorError
@@ -176,8 +177,6 @@ class GatewayContext:
         """Write a live conversation's buffer and end its actor (it is rebuilt from the store
         on demand), so a rename or delete in the store is not overwritten. False, leaving it
         alone, while a turn is running."""
-        import ray
-
         actor = (await live_sessions_async()).get(session_id)
         if actor is None:
             return True

@@ -94,7 +94,7 @@ def _skills(values: list[str]) -> list[str]:
 
 
 def qr_png(text: str) -> bytes:
-    import qrcode
+    import qrcode  # lazy: qrcode loads Pillow; only a pairing QR needs it
 
     image = qrcode.make(text)
     out = io.BytesIO()

@@ -21,6 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from actors.common.errors import IriisError
+from actors.providers.local.catalog import CATALOG, choose
+from actors.providers.local.weights import WeightsError, ensure_weights
+from actors.settings import load_settings
 
 VERSION = "0.3.36"
 REQUIREMENT = f"llama-cpp-python=={VERSION}"
@@ -101,10 +104,6 @@ def _terminal(stage: str, detail: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from actors.providers.local.catalog import CATALOG, choose
-    from actors.providers.local.weights import WeightsError, ensure_weights
-    from actors.settings import load_settings
-
     settings = load_settings()
     parser = argparse.ArgumentParser(description="build the local model runtime and fetch model weights")
     parser.add_argument("--models", nargs="*", default=[], choices=sorted(CATALOG))

@@ -56,7 +56,7 @@ def person_time(message: str) -> str | None:
     relative = _relative_phrases(text)
     if relative:
         return relative[0] if len(relative) == 1 else None
-    from dateparser.search import search_dates  # heavy; only calls with a time need it
+    from dateparser.search import search_dates  # lazy: dateparser costs ~0.1 s; only natural-language times need it
 
     found = search_dates(text, languages=["en"], settings={"PREFER_DATES_FROM": "future"}) or []
     phrases = [re.sub(r"^(?:and|but|then)\s+", "", p.strip(" ,.")) for p, _ in found]

@@ -66,8 +66,8 @@ def chart(
 
     # The object API with an Agg canvas, not pyplot: pyplot keeps global state that is
     # unsafe when the server renders in worker threads.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs ~0.5 s; only a chart needs it
+    from matplotlib.figure import Figure  # lazy: matplotlib costs ~0.5 s; only a chart needs it
 
     fig = Figure(figsize=CHART_SIZE_IN, dpi=CHART_DPI)
     FigureCanvasAgg(fig)

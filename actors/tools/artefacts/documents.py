@@ -104,7 +104,7 @@ def bold_runs(text: str) -> list[tuple[str, bool]]:
 
 def _mpl_fonts() -> Path | None:
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional; matplotlib (~0.5 s) only for its fonts
     except ImportError:
         return None
     folder = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
@@ -116,7 +116,7 @@ _HEADING_SIZES = {1: 18, 2: 15, 3: 13, 4: 12, 5: 11, 6: 11}
 
 def pdf_document(title: str, text: str) -> bytes:
     """An A4 PDF from a title and markdown-ish text; Unicode through DejaVu when available."""
-    from fpdf import FPDF
+    from fpdf import FPDF  # lazy: fpdf2 costs ~0.3 s; only a PDF needs it
 
     pdf = FPDF(format="A4")
     pdf.set_auto_page_break(auto=True, margin=18)
@@ -192,8 +192,8 @@ def pdf_document(title: str, text: str) -> bytes:
 
 def word_document(title: str, text: str) -> bytes:
     """A .docx from a title and markdown-ish text, using Word's own heading and list styles."""
-    from docx import Document
-    from docx.shared import Pt
+    from docx import Document  # lazy: python-docx loads only for a Word file
+    from docx.shared import Pt  # lazy: python-docx loads only for a Word file
 
     doc = Document()
     if title.strip():
@@ -235,7 +235,7 @@ def slide_deck(title: str, slides: list[Slide] | list[dict[str, Any]], subtitle:
 
     A bullet indented by two spaces per level ("  - detail") becomes a sub-bullet.
     """
-    from pptx import Presentation
+    from pptx import Presentation  # lazy: python-pptx loads only for a deck
 
     parsed = [s if isinstance(s, Slide) else Slide.model_validate(s) for s in slides]
     deck = Presentation()

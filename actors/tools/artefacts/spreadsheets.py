@@ -46,9 +46,9 @@ def spreadsheet(sheets: dict[str, list[list[Cell]]], header: bool = True) -> byt
     Strings beginning with "=" are kept as formulas, which is what a person asking for a
     total row wants.
     """
-    from openpyxl import Workbook
-    from openpyxl.styles import Font
-    from openpyxl.utils import get_column_letter
+    from openpyxl import Workbook  # lazy: openpyxl costs ~0.2 s; only a spreadsheet needs it
+    from openpyxl.styles import Font  # lazy: openpyxl costs ~0.2 s; only a spreadsheet needs it
+    from openpyxl.utils import get_column_letter  # lazy: openpyxl costs ~0.2 s; only a spreadsheet needs it
 
     if not sheets:
         raise ArtefactError("a spreadsheet needs at least one sheet")

@@ -81,7 +81,7 @@ def detect_kind(data: bytes, mime: str, name: str | None) -> FileKind:
 
 def _sniff_media(data: bytes) -> FileKind:
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow loads only when an image is read
 
         with Image.open(io.BytesIO(data)) as img:
             img.verify()
@@ -89,7 +89,7 @@ def _sniff_media(data: bytes) -> FileKind:
     except Exception:  # Pillow raises many types for non-images
         pass
     try:
-        import av
+        import av  # lazy: PyAV (FFmpeg) loads only for audio or video
 
         with av.open(io.BytesIO(data)) as container:
             if video_stream(container) is not None:

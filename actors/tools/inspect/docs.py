@@ -31,7 +31,7 @@ def document_text(kind: FileKind, data: bytes, mime: str, name: str | None) -> s
 
 
 def _pdf(data: bytes, name: str | None) -> str:
-    from pypdf import PdfReader
+    from pypdf import PdfReader  # lazy: pypdf costs ~0.1 s; only PDFs need it
 
     display = name or "unnamed file"
     # Detected by its bytes, so the declared type may be generic: say PDF outright.
@@ -51,7 +51,7 @@ def _pdf(data: bytes, name: str | None) -> str:
 
 
 def _ocr_pdf_images(reader: Any, max_pages: int = 5) -> str:
-    from PIL import Image
+    from PIL import Image  # lazy: Pillow loads only when an image is read
 
     parts: list[str] = []
     for number, page in enumerate(reader.pages[:max_pages], start=1):
@@ -70,8 +70,8 @@ def _ocr_pdf_images(reader: Any, max_pages: int = 5) -> str:
 
 
 def _docx(data: bytes) -> str:
-    from docx import Document
-    from docx.table import Table
+    from docx import Document  # lazy: python-docx loads only for a Word file
+    from docx.table import Table  # lazy: python-docx loads only for a Word file
 
     doc = Document(io.BytesIO(data))
     lines: list[str] = []
@@ -121,7 +121,7 @@ def _cell_text(value: Any) -> str:
 
 
 def _xlsx(data: bytes) -> str:
-    from openpyxl import load_workbook
+    from openpyxl import load_workbook  # lazy: openpyxl costs ~0.2 s; only a spreadsheet needs it
 
     # Values are the cached results Excel saved; files written by code have none, so the
     # formula is shown where the value is missing.
@@ -155,7 +155,7 @@ def _xlsx(data: bytes) -> str:
 
 
 def _pptx(data: bytes) -> str:
-    from pptx import Presentation
+    from pptx import Presentation  # lazy: python-pptx loads only for a deck
 
     deck = Presentation(io.BytesIO(data))
     parts: list[str] = []

@@ -26,11 +26,11 @@ _ocr_lock = threading.Lock()
 def ocr(image: "PILImage.Image") -> str:
     """The text RapidOCR finds, one detected line per line."""
     global _ocr_engine
-    from PIL import Image
+    from PIL import Image  # lazy: Pillow loads only when an image is read
 
     with _ocr_lock:
         if _ocr_engine is None:
-            from rapidocr import RapidOCR
+            from rapidocr import RapidOCR  # lazy: RapidOCR (onnxruntime, OpenCV) costs ~0.6 s
 
             # The models ship inside the wheel, so this never downloads. The fast settings
             # cap detection at 640 px: enough for screenshots and photos of pages.
@@ -52,7 +52,7 @@ def ocr(image: "PILImage.Image") -> str:
 
 
 def _image_facts(data: bytes) -> tuple[str, "PILImage.Image", str | None]:
-    from PIL import Image, ImageOps
+    from PIL import Image, ImageOps  # lazy: Pillow loads only when an image is read
 
     img = Image.open(io.BytesIO(data))
     fmt = img.format or "unknown"

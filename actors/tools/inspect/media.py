@@ -36,7 +36,7 @@ class MediaFacts(BaseModel):
 
 def video_stream(container: Any) -> Any:
     # Cover art in an MP3 or M4A shows up as a one-picture video stream; that is audio.
-    from av.stream import Disposition
+    from av.stream import Disposition  # lazy: PyAV (FFmpeg) loads only for audio or video
 
     for stream in container.streams.video:
         if not (stream.disposition & Disposition.attached_pic):
@@ -53,7 +53,7 @@ def _duration(container: Any, stream: Any | None) -> float | None:
 
 
 def media_facts(data: bytes) -> MediaFacts:
-    import av
+    import av  # lazy: PyAV (FFmpeg) loads only for audio or video
 
     with av.open(io.BytesIO(data)) as container:
         video = video_stream(container)
@@ -92,7 +92,7 @@ def length_text(seconds: float | None) -> str:
 
 def _to_wav(data: bytes, max_seconds: int = MAX_TRANSCRIBE_SECONDS) -> tuple[bytes, bool]:
     """The first audio stream as 16 kHz mono WAV, and whether it was cut at ``max_seconds``."""
-    import av
+    import av  # lazy: PyAV (FFmpeg) loads only for audio or video
 
     out = io.BytesIO()
     cut = False

@@ -51,7 +51,7 @@ def _grab_frames(data: bytes, wanted: int) -> list[tuple[float, "PILImage.Image"
     A pass over the packets (no decoding) finds every frame's timestamp, so the last frame
     is known exactly; then only the chosen frames are decoded, seeking across long gaps.
     """
-    import av
+    import av  # lazy: PyAV (FFmpeg) loads only for audio or video
 
     with av.open(io.BytesIO(data)) as container:
         stream = video_stream(container)
@@ -116,10 +116,10 @@ def _tile_size(width: int, height: int) -> tuple[int, int]:
 
 
 def _label_font(size: int) -> Any:
-    from PIL import ImageFont
+    from PIL import ImageFont  # lazy: Pillow loads only when an image is read
 
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional; matplotlib (~0.5 s) only for its fonts
 
         return ImageFont.truetype(f"{matplotlib.get_data_path()}/fonts/ttf/DejaVuSans-Bold.ttf", size)
     except Exception:  # no matplotlib or no FreeType: Pillow's own font still draws digits
@@ -128,7 +128,7 @@ def _label_font(size: int) -> Any:
 
 def contact_sheet(frames: list[tuple[float, "PILImage.Image"]], total: float | None) -> tuple[bytes, list[Tile]]:
     """Frames in a grid, each stamped with its time; returns the PNG and where each tile sits."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: Pillow loads only when an image is read
 
     tile_w = max(img.width for _, img in frames)
     tile_h = max(img.height for _, img in frames)
