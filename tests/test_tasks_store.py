@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from actors.scheduler import tasks
+from actors.store.models import OutboxItem
 from actors.store.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +107,21 @@ async def test_finish_is_fenced_on_the_claim(store: Store) -> None:
     assert not await tasks.finish(store, claimed.id, "a#1", NOW + 3, status="done", result="twice")
     done = await tasks.get_task(store, row.id)
     assert (done.status, done.result, done.claimed_by, done.updated) == ("done", "mine", None, NOW + 2)
+
+
+async def test_a_finished_rows_notice_is_written_with_it_and_only_by_its_runner(store: Store) -> None:
+    # A reader who sees the task done sees its notice (one transaction): the fault test of a
+    # scheduler killed mid-task once read the outbox between the two writes and found nothing.
+    row = await tasks.create_task(store, "t", "g", NOW)
+    await tasks.claim_due(store, "a#1", NOW)
+
+    def notice(body: str) -> OutboxItem:
+        return OutboxItem(kind="task_done", title="Task done: t", body=body, data={"task_id": row.id}, ts=NOW)
+
+    assert not await tasks.finish(store, row.id, "b#1", NOW + 1, status="done", result="x", notice=notice("not mine"))
+    assert await tasks.finish(store, row.id, "a#1", NOW + 2, status="done", result="mine", notice=notice("mine"))
+    assert not await tasks.finish(store, row.id, "a#1", NOW + 3, status="done", result="y", notice=notice("twice"))
+    assert [(o.kind, o.body) for o in await store.list_outbox()] == [("task_done", "mine")]
 
 
 async def test_a_cancelled_running_row_is_never_finished(store: Store) -> None:

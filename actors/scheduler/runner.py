@@ -273,11 +273,11 @@ class TaskRunner:
         again = tasks.parse_repeat(task.repeat).next_after(now, self.tz) if task.repeat else None
         outcome = protocol.Outcome(status="scheduled" if again else "done", next_run=again,
                                    result=f"reminded at {now:.0f}", runs=0 if again else None)
+        notice = OutboxItem(kind="reminder", title=f"Reminder: {task.title}", body=task.goal,
+                            data={"task_id": task.id}, ts=now)
         if not await tasks.finish(self.store, task.id, self.id, now, status=outcome.status, result=outcome.result,
-                                  next_run=outcome.next_run, runs=outcome.runs):
+                                  next_run=outcome.next_run, runs=outcome.runs, notice=notice):
             return None
-        await self.store.add_outbox(OutboxItem(kind="reminder", title=f"Reminder: {task.title}", body=task.goal,
-                                               data={"task_id": task.id}, ts=now))
         return outcome
 
     async def _write(self, task: Task, outcome: protocol.Outcome, distill: bool = False) -> protocol.Outcome | None:
@@ -288,22 +288,26 @@ class TaskRunner:
         now = self.clock()
         written = await tasks.finish(self.store, task.id, self.id, now, status=outcome.status, result=outcome.result,
                                      notes=outcome.notes, error=outcome.error, next_run=outcome.next_run,
-                                     runs=outcome.runs)
+                                     runs=outcome.runs, notice=self._notice(task, outcome, now))
         if not written:
             log.info("task %s was cancelled or rescued while it ran; its outcome is dropped", task.id)
             return None
+        if outcome.finished and distill:
+            self._follow_up(self._distill(task, outcome))
+        return outcome
+
+    @staticmethod
+    def _notice(task: Task, outcome: protocol.Outcome, now: float) -> OutboxItem | None:
+        """The owner's notification of a finished or abandoned task (None for another session)."""
+        data = {"task_id": task.id, "conversation_id": task.conversation_id}
         if outcome.finished:
             body = protocol.first_sentence(outcome.result or "") or "Your task is finished."
-            await self.store.add_outbox(OutboxItem(
-                kind="task_done", session_id=task.conversation_id, title=f"Task done: {task.title}", body=body,
-                data={"task_id": task.id, "conversation_id": task.conversation_id}, ts=now))
-            if distill:
-                self._follow_up(self._distill(task, outcome))
-        elif outcome.gave_up:
-            await self.store.add_outbox(OutboxItem(
-                kind="task_failed", session_id=task.conversation_id, title=f"Task not finished: {task.title}",
-                body=outcome.error or "", data={"task_id": task.id, "conversation_id": task.conversation_id}, ts=now))
-        return outcome
+            return OutboxItem(kind="task_done", session_id=task.conversation_id, title=f"Task done: {task.title}",
+                              body=body, data=data, ts=now)
+        if outcome.gave_up:
+            return OutboxItem(kind="task_failed", session_id=task.conversation_id,
+                              title=f"Task not finished: {task.title}", body=outcome.error or "", data=data, ts=now)
+        return None
 
     def _follow_up(self, coro: Any) -> None:
         spawn(coro, self._after)

@@ -32,7 +32,7 @@ from actors.common.when import UNITS, duration, natural_cron, normalise
 from actors.common.when import local_time as local_time  # re-exported: callers use tasks.local_time
 from actors.common.when import parse_when as parse_when  # re-exported: callers use tasks.parse_when
 from actors.store import schema
-from actors.store.models import new_id
+from actors.store.models import OutboxItem, new_id
 from actors.store.store import Store
 
 Status = Literal["scheduled", "running", "done", "failed", "cancelled"]
@@ -240,9 +240,11 @@ async def claim_due(store: Store, runner: str, now: float) -> Task | None:
 
 async def finish(store: Store, task_id: int, runner: str, now: float, *, status: Status,
                  result: str | None = None, notes: str | None = None, error: str | None = None,
-                 next_run: float | None = None, runs: int | None = None) -> bool:
+                 next_run: float | None = None, runs: int | None = None, notice: OutboxItem | None = None) -> bool:
     """Write a session's outcome, only while `runner` still holds the row. `status` is the
     row's next state: "scheduled" (with `next_run`) for another session or the next repeat.
+    `notice` (the owner's notification of it) goes into the outbox in the same transaction: a
+    reader who sees the outcome sees its notice, and a crash between the two cannot lose it.
     False when the claim is no longer this runner's (rescued, cancelled): nothing was written."""
     values: dict[str, Any] = {"status": status, "updated": now, "claimed_by": None, "claimed_at": None}
     for key, value in (("result", result), ("notes", notes), ("error", error), ("next_run", next_run),
@@ -252,6 +254,8 @@ async def finish(store: Store, task_id: int, runner: str, now: float, *, status:
     async with store.engine.begin() as conn:
         done = await conn.execute(sa.update(T).where(T.c.id == task_id, T.c.status == "running",
                                                      T.c.claimed_by == runner).values(**values))
+        if done.rowcount == 1 and notice is not None:
+            await conn.execute(sa.insert(schema.outbox).values(**notice.model_dump(exclude={"id"})))
     return done.rowcount == 1
 
 
