@@ -13,8 +13,9 @@ from actors.camera.events import CameraEvent, Job, Report
 from actors.camera.look import look
 from actors.providers.failover import RouterClient
 from actors.providers.openai_compat import OpenAICompatProvider
+from actors.store.store import Store
 from vision.frames import FrameError, decode_jpeg
-from vision.review import FrameHistory, ReviewReport, TimedFrame, build_review_messages, parse_report
+from vision.review import FrameHistory, ReviewReport, TimedFrame, build_review_messages, parse_report, sample_clip
 from vision.vlm import VlmAnswer
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,16 @@ async def history_frames(history: FrameHistory, seconds: float) -> list[TimedFra
         newest = sampled[-1][0]
         sampled = [(t, jpeg) for t, jpeg in sampled if t >= newest - seconds]
     return [TimedFrame(t=t, image=await asyncio.to_thread(decode_jpeg, jpeg)) for t, jpeg in sampled]
+
+
+async def review_frames(store: Store, history: FrameHistory, seconds: float, file_id: int | None) -> list[TimedFrame]:
+    """What a review looks at: an uploaded clip (`file_id`, sampled), or the stream's last seconds."""
+    if file_id is None:
+        return await history_frames(history, seconds)
+    found = await store.get_file(file_id)
+    if found is None:
+        raise ValueError(f"no file {file_id}")
+    return await asyncio.to_thread(sample_clip, found[1])
 
 
 async def ask_for_report(router: RouterClient | None, providers: dict[str, OpenAICompatProvider],

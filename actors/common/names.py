@@ -18,7 +18,7 @@ TOOL_HUB = "tools"
 EMBEDDER = "embedder"
 SCHEDULER = "scheduler"
 LOCAL_MODEL = "local-model"
-# The session registry (actors/session/pool.py): conversation id -> its SessionActor.
+# The session registry (actors/session/registry.py): conversation id -> its SessionActor.
 SESSIONS = "sessions"
 SPEECH = "speech"
 

@@ -60,7 +60,7 @@ class SessionConfig(BaseModel):
     flush_seconds: float = 180.0
     idle_seconds: float = 600.0
     # Warm spare actors the pool keeps for new conversations, and a custom Ray resource naming
-    # the nodes they should prefer (any node when none is alive); see actors/session/pool.py.
+    # the nodes they should prefer (any node when none is alive); see actors/session/registry.py.
     spares: int = 2
     refill_wait: float = 10.0   # the pool's next spare waits this long at most for a first turn
     cold_starts: int = 2        # actor processes the pool starts at once (spares and a burst's)
@@ -195,7 +195,7 @@ class SessionActor:
         return await self.core.buffer.flush(self.store)
 
     def adopt(self, session_id: str = "") -> str:
-        """A spare from the session pool (actors/session/pool.py) takes on `session_id` before its
+        """A spare from the session pool (actors/session/registry.py) takes on `session_id` before its
         first `open`. Returns the conversation held ("" while spare); once taken it never changes."""
         if session_id and not self.core.session_id and not self._loaded:
             remember_adoption(session_id)

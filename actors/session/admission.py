@@ -2,7 +2,7 @@
 
 Every conversation is its own SessionActor process (109-190 MB measured) that lives on for
 `idle_seconds` after its last use, so a burst of new conversations once held 65 of them (about
-12 GB) on a 24 GB machine. The registry (actors/session/pool.py) now keeps the live ones,
+12 GB) on a 24 GB machine. The registry (actors/session/registry.py) now keeps the live ones,
 its warm spares and the processes still starting under a cap: by default a fixed share of the
 machine's memory divided by a per-conversation budget (`default_cap`), or `max_live`.
 

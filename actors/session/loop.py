@@ -23,10 +23,7 @@ from actors.common.provenance import (
 from actors.common.redact import redact_value
 from actors.common.toolspec import CONFIRM, PIN, ToolResult, ToolSpec
 from actors.common.untrusted import wrap_untrusted
-from actors.providers.chunker import SentenceChunker
-from actors.providers.guard import ToolCallGuard
 from actors.providers.types import Delta, TextDelta, ToolCall
-from actors.session.claims import claim_sentence
 
 # The step caps are defined with the turn request; re-exported here where callers look for them.
 from actors.session.events import (  # noqa: F401
@@ -39,6 +36,7 @@ from actors.session.events import (  # noqa: F401
     TurnResult,
     to_wire,
 )
+from actors.session.speaker import Speaker
 from actors.store.models import AuditEntry
 from actors.tools.spec import ToolBox
 
@@ -106,73 +104,6 @@ class CallDecision:
     @property
     def declined(self) -> bool:
         return self.confirmed is False
-
-
-class _Speaker:
-    """Guard, then chunker: markup never reaches the listener, sentences leave as they complete.
-
-    While a turn has run no tool, a sentence that claims an action is held back, with
-    everything after it, until the step ends: then it is either released (a tool call
-    followed) or withheld by the claim check.
-    """
-
-    def __init__(self, known_tools: set[str], start_index: int, hold_claims: bool) -> None:
-        self.guard = ToolCallGuard(known_tools) if known_tools else ToolCallGuard()
-        self.chunker = SentenceChunker()
-        self.index = start_index
-        self.text = ""
-        self.hold_claims = hold_claims
-        self.held: list[str] = []
-        self.spoken: list[str] = []
-        self.dropped_claims = False
-
-    def _sentences(self, sentences: list[str]) -> list[TurnEvent]:
-        out = []
-        for s in sentences:
-            if self.held or (self.hold_claims and claim_sentence(s)):
-                self.held.append(s)
-                continue
-            out.append(self._event(s))
-        return out
-
-    def _event(self, sentence: str) -> TurnEvent:
-        event = Sentence(text=sentence, index=self.index)
-        self.index += 1
-        self.spoken.append(sentence)
-        return event
-
-    def feed(self, delta: str) -> list[TurnEvent]:
-        clean = self.guard.feed(delta)
-        self.text += clean
-        return self._sentences(self.chunker.feed(clean)) if clean else []
-
-    def finish(self) -> tuple[list[TurnEvent], list[ToolCall]]:
-        tail, recovered = self.guard.finish()
-        self.text += tail
-        events = self._sentences(self.chunker.feed(tail) + self.chunker.flush())
-        calls = [ToolCall(id=f"recovered_{i}", name=c.name, arguments=c.arguments)
-                 for i, c in enumerate(recovered)]
-        return events, calls
-
-    @property
-    def reply_text(self) -> str:
-        """What goes into the saved reply: the model's text, or only what was spoken when
-        unbacked claims were dropped from it."""
-        return " ".join(self.spoken) if self.dropped_claims else self.text.strip()
-
-    def release(self, drop_claims: bool = False, note: bool = False) -> list[TurnEvent]:
-        """Let held sentences go; with drop_claims, a claim no tool backs is replaced by a
-        plain statement, since the system must never report an action it did not perform."""
-        events = []
-        self.dropped_claims = drop_claims
-        for s in self.held:
-            if drop_claims and claim_sentence(s):
-                continue
-            events.append(self._event(s))
-        if note:
-            events.append(self._event(NO_ACTION_NOTE))
-        self.held = []
-        return events
 
 
 def _assistant_message(text: str, calls: list[ToolCall]) -> dict[str, Any]:
@@ -298,6 +229,91 @@ class _Turn:
             self.ctx.on_failure(call.name, result.content)
 
 
+@dataclass
+class _Reply:
+    """What the turn's steps have said so far, and the one-time retries already spent."""
+
+    parts: list[str] = field(default_factory=list)
+    index: int = 0
+    retried_empty: bool = False
+    claim_checked: bool = False
+    offer_tools: bool = True
+    done: bool = False
+
+
+async def _model_step(model: ModelFn, messages: list[dict[str, Any]], schemas: list[dict[str, Any]] | None,
+                      speaker: Speaker, calls: list[ToolCall]) -> AsyncIterator[TurnEvent]:
+    """Stream one model step through the speaker; its tool calls, recovered ones too, go to `calls`."""
+    async for delta in model(messages, schemas):
+        if isinstance(delta, TextDelta):
+            for event in speaker.feed(delta.text):
+                yield event
+        elif isinstance(delta, ToolCall):
+            calls.append(delta)
+    events, recovered = speaker.finish()
+    for event in events:
+        yield event
+    calls += recovered
+
+
+def _withhold_claims(speaker: Speaker, messages: list[dict[str, Any]], reply: _Reply) -> None:
+    """Claims an action that no tool performed this turn: withhold it once and ask again."""
+    reply.claim_checked = True
+    reply.index = speaker.index
+    if speaker.spoken:
+        reply.parts.append(" ".join(speaker.spoken))
+    messages.append({"role": "assistant", "content": speaker.text.strip()})
+    messages.append({"role": "system", "content": CLAIM_CORRECTION})
+
+
+async def _answer_step(speaker: Speaker, messages: list[dict[str, Any]],
+                       reply: _Reply) -> AsyncIterator[TurnEvent]:
+    """A step without calls ends the turn, unless it was empty and the one retry is left."""
+    # Asked once already and it claims again with nothing done: say so plainly instead.
+    unbacked = bool(speaker.held)
+    note = NO_ACTION_NOTE if unbacked else None
+    for event in speaker.release(drop_claims=unbacked, note=note):
+        yield event
+    reply.index, text = speaker.index, speaker.reply_text
+    if text:
+        reply.parts.append(text)
+    if text or reply.parts:
+        reply.done = True
+        return
+    if not reply.retried_empty:
+        # Neither text nor calls: once more, without tools and with a plain instruction.
+        reply.retried_empty, reply.offer_tools = True, False
+        messages.append({"role": "system", "content": EMPTY_RETRY_INSTRUCTION})
+        return
+    yield Sentence(text=APOLOGY, index=reply.index)
+    reply.parts.append(APOLOGY)
+    reply.done = True
+
+
+async def _tool_step(turn: _Turn, speaker: Speaker, calls: list[ToolCall], messages: list[dict[str, Any]],
+                     reply: _Reply) -> AsyncIterator[TurnEvent]:
+    """Run the step's calls, then let the sentences written beside them go."""
+    messages.append(_assistant_message(speaker.text.strip(), calls))
+    async for event in turn.run_calls(calls, messages):
+        yield event
+    # Claims written beside the calls are heard only if one of those calls really acted.
+    for event in speaker.release(drop_claims=bool(speaker.held) and not turn.acted):
+        yield event
+    reply.index = speaker.index
+    if speaker.reply_text:
+        reply.parts.append(speaker.reply_text)
+    compact_tool_messages(messages)
+
+
+def _result(turn: _Turn, parts: list[str]) -> TurnResult:
+    """The reply as saved: every step's text, then the files the turn made."""
+    text = "\n\n".join(parts)
+    if turn.files:
+        # Markers let clients render the artefacts in history.
+        text += "\n\n" + " ".join(f"[file:{f}]" for f in dict.fromkeys(turn.files))
+    return TurnResult(text=text, tools=turn.trace, files=turn.files, sources=[str(p) for p in turn.sources])
+
+
 async def run_turn(
     model: ModelFn,
     messages: list[dict[str, Any]],
@@ -313,69 +329,28 @@ async def run_turn(
     ctx = ctx or TurnContext()
     # Typed messages become the model's plain dicts; their provenance stays with the turn.
     turn = _Turn(toolbox, ctx, to_wire(messages))
-    reply_parts: list[str] = []
-    index = 0
-    retried_empty = claim_checked = False
-    offer_tools = True
+    reply = _Reply()
     for _step in range(max_steps):
         # Asked each step: `more_tools` may have added a server since the last one.
         schemas = toolbox.schemas() or None
         # A read or a declined action does not back "I've sent it": hold claims until one acted.
-        speaker = _Speaker(set(toolbox.specs), index, hold_claims=not turn.acted)
+        speaker = Speaker(set(toolbox.specs), reply.index, hold_claims=not turn.acted)
         calls: list[ToolCall] = []
-        async for delta in model(messages, schemas if offer_tools else None):
-            if isinstance(delta, TextDelta):
-                for event in speaker.feed(delta.text):
-                    yield event
-            elif isinstance(delta, ToolCall):
-                calls.append(delta)
-        events, recovered = speaker.finish()
-        for event in events:
+        offered = schemas if reply.offer_tools else None
+        async for event in _model_step(model, messages, offered, speaker, calls):
             yield event
-        calls += recovered
-        if speaker.held and not calls and not claim_checked:
-            # Claims an action that no tool performed this turn: withhold it once and ask again.
-            claim_checked = True
-            index = speaker.index
-            if speaker.spoken:
-                reply_parts.append(" ".join(speaker.spoken))
-            messages.append({"role": "assistant", "content": speaker.text.strip()})
-            messages.append({"role": "system", "content": CLAIM_CORRECTION})
-            continue
-        if not calls:
-            # Asked once already and it claims again with nothing done: say so plainly instead.
-            unbacked = bool(speaker.held)
-            for event in speaker.release(drop_claims=unbacked, note=unbacked):
+        if speaker.held and not calls and not reply.claim_checked:
+            _withhold_claims(speaker, messages, reply)
+        elif not calls:
+            async for event in _answer_step(speaker, messages, reply):
                 yield event
-            index, text = speaker.index, speaker.reply_text
-            if text:
-                reply_parts.append(text)
-            if text or reply_parts:
+            if reply.done:
                 break
-            if not retried_empty:
-                # Neither text nor calls: once more, without tools and with a plain instruction.
-                retried_empty, offer_tools = True, False
-                messages.append({"role": "system", "content": EMPTY_RETRY_INSTRUCTION})
-                continue
-            yield Sentence(text=APOLOGY, index=index)
-            reply_parts.append(APOLOGY)
-            break
-        messages.append(_assistant_message(speaker.text.strip(), calls))
-        async for event in turn.run_calls(calls, messages):
-            yield event
-        # Claims written beside the calls are heard only if one of those calls really acted.
-        for event in speaker.release(drop_claims=bool(speaker.held) and not turn.acted):
-            yield event
-        index = speaker.index
-        if speaker.reply_text:
-            reply_parts.append(speaker.reply_text)
-        compact_tool_messages(messages)
+        else:
+            async for event in _tool_step(turn, speaker, calls, messages, reply):
+                yield event
     else:
         cap = STEP_CAP_SENTENCE.format(n=max_steps)
-        yield Sentence(text=cap, index=index)
-        reply_parts.append(cap)
-    text = "\n\n".join(reply_parts)
-    if turn.files:
-        # Markers let clients render the artefacts in history.
-        text += "\n\n" + " ".join(f"[file:{f}]" for f in dict.fromkeys(turn.files))
-    yield TurnResult(text=text, tools=turn.trace, files=turn.files, sources=[str(p) for p in turn.sources])
+        yield Sentence(text=cap, index=reply.index)
+        reply.parts.append(cap)
+    yield _result(turn, reply.parts)

@@ -1,7 +1,7 @@
 """How long a new conversation may wait for its actor's process in a burst.
 
 A burst of new conversations that finds no warm spare queues for cold starts (`cold_starts`
-at a time, first come first served; actors/session/pool.py). Waiting is better than failing
+at a time, first come first served; actors/session/registry.py). Waiting is better than failing
 while the wait is short; past `start_wait` seconds a client that hears nothing for a minute
 is worse off than one told at once that the server is busy and when to come back. The
 registry keeps a moving average of how long a start takes and refuses a newcomer whose

@@ -126,114 +126,134 @@ async def _spool(request: Request, cap: int, folder: str) -> tuple[str, int]:
     return path, size
 
 
-def build_relay_app(service: RelayService, peer: bool = False, admin: bool = False) -> Starlette:
-    limits = service.limits
+class _Handlers:
+    """The contract's endpoints over one service; each session endpoint authorizes first."""
 
-    async def authorized(request: Request) -> str:
+    def __init__(self, service: RelayService) -> None:
+        self.service = service
+        self.limits = service.limits
+
+    async def authorized(self, request: Request) -> str:
         uid = request.path_params["uid"]
-        await service.authorize(uid, _key(request))
+        await self.service.authorize(uid, _key(request))
         return uid
 
-    async def create_session(request: Request) -> Response:
+    async def create_session(self, request: Request) -> Response:
         client = request.client.host if request.client else "unknown"
-        created = await service.create(client, str(request.base_url))
+        created = await self.service.create(client, str(request.base_url))
         return JSONResponse(created.public(), status_code=201)
 
-    async def post_message(request: Request) -> Response:
-        uid = await authorized(request)
-        message, metadata = validate_post(await _read_capped(request, limits.max_body_bytes))
-        return model_response(await service.post(uid, message, metadata), 201)
+    async def post_message(self, request: Request) -> Response:
+        uid = await self.authorized(request)
+        message, metadata = validate_post(await _read_capped(request, self.limits.max_body_bytes))
+        return model_response(await self.service.post(uid, message, metadata), 201)
 
-    async def read_messages(request: Request) -> Response:
-        uid = await authorized(request)
+    async def read_messages(self, request: Request) -> Response:
+        uid = await self.authorized(request)
         since = _int_param(request, "since", 0, 0)
         limit = min(_int_param(request, "limit", 200, 1), 1000)
-        return model_response(await service.call(uid, "read", since, limit, service.now()))
+        return model_response(await self.service.call(uid, "read", since, limit, self.service.now()))
 
-    async def wait(request: Request) -> Response:
-        uid = await authorized(request)
+    async def wait(self, request: Request) -> Response:
+        uid = await self.authorized(request)
         since = _int_param(request, "since", 0, 0)
-        raw = request.query_params.get("timeout")
-        try:
-            timeout = float(raw) if raw not in (None, "") else float(limits.max_wait_seconds)
-        except ValueError:
-            raise RelayError("invalid_request", "timeout must be a number of seconds") from None
-        if timeout < 0 or timeout != timeout:
-            raise RelayError("invalid_request", "timeout must be between 0 and "
-                             f"{limits.max_wait_seconds}")
-        timeout = min(timeout, float(limits.max_wait_seconds))
+        timeout = _wait_timeout(request, self.limits.max_wait_seconds)
         flt = request.query_params.get("filter")
         if flt not in (None, "", "urgent"):
             raise RelayError("invalid_request", "filter may only be urgent")
-        result = await service.park(uid, since, timeout, flt == "urgent")
+        result = await self.service.park(uid, since, timeout, flt == "urgent")
         return Response(status_code=204) if result is None else model_response(result)
 
-    async def put_file(request: Request) -> Response:
-        uid = await authorized(request)
+    async def put_file(self, request: Request) -> Response:
+        uid = await self.authorized(request)
+        service = self.service
         name = request.path_params["name"]
-        tmp, size = await _spool(request, limits.max_file_bytes, os.path.join(service.config.data_dir, "tmp"))
+        folder = os.path.join(service.config.data_dir, "tmp")
+        tmp, size = await _spool(request, self.limits.max_file_bytes, folder)
         content_type = request.headers.get("content-type") or "application/octet-stream"
         # One token per upload: sent again through a restart, it is not stored twice.
         envelope: Envelope = await service.call(uid, "put_file", name, size, content_type, tmp, service.now(),
                                                 uuid.uuid4().hex)
         return model_response(envelope, 201)
 
-    async def list_files(request: Request) -> Response:
-        uid = await authorized(request)
-        return model_response(await service.call(uid, "files", service.now()))
+    async def list_files(self, request: Request) -> Response:
+        uid = await self.authorized(request)
+        return model_response(await self.service.call(uid, "files", self.service.now()))
 
-    async def get_file(request: Request) -> Response:
-        uid = await authorized(request)
-        found: FileFound = await service.call(uid, "file", request.path_params["name"], service.now())
+    async def get_file(self, request: Request) -> Response:
+        uid = await self.authorized(request)
+        found: FileFound = await self.service.call(uid, "file", request.path_params["name"], self.service.now())
         if not await asyncio.to_thread(os.path.exists, found.path):
             raise RelayError("not_found", "the file is gone")
         # The stored type exactly as uploaded (no charset added), as the contract promises.
         return FileResponse(found.path, headers={"content-type": found.file.content_type})
 
-    async def terminate(request: Request) -> Response:
-        uid = await authorized(request)
-        return model_response(await service.call(uid, "terminate", service.now()))
+    async def terminate(self, request: Request) -> Response:
+        uid = await self.authorized(request)
+        return model_response(await self.service.call(uid, "terminate", self.service.now()))
 
-    async def admin_clock(request: Request) -> Response:
+    async def admin_clock(self, request: Request) -> Response:
         body = await request.json()
-        if isinstance(service.clock, Clock):
-            service.clock.offset += float(body.get("advance", 0))
-        return JSONResponse({"now": service.now()})
+        if isinstance(self.service.clock, Clock):
+            self.service.clock.offset += float(body.get("advance", 0))
+        return JSONResponse({"now": self.service.now()})
 
-    async def admin_sweep(request: Request) -> Response:
-        return JSONResponse(await service.sweep())
+    async def admin_sweep(self, request: Request) -> Response:
+        return JSONResponse(await self.service.sweep())
 
+
+def _wait_timeout(request: Request, max_wait_seconds: float) -> float:
+    """The long poll's `timeout` in seconds, capped at the configured most; the most by default."""
+    raw = request.query_params.get("timeout")
+    try:
+        timeout = float(raw) if raw not in (None, "") else float(max_wait_seconds)
+    except ValueError:
+        raise RelayError("invalid_request", "timeout must be a number of seconds") from None
+    if timeout < 0 or timeout != timeout:
+        raise RelayError("invalid_request", "timeout must be between 0 and "
+                         f"{max_wait_seconds}")
+    return min(timeout, float(max_wait_seconds))
+
+
+def _routes(h: _Handlers, peer: bool, admin: bool) -> list[Route]:
+    """The contract's routes for one listener: the host's, or the peers' (`peer`)."""
     routes = [
-        Route("/s/{uid}", post_message, methods=["POST"]),
-        Route("/s/{uid}", read_messages, methods=["GET"]),
-        Route("/s/{uid}/wait", wait, methods=["GET"]),
-        Route("/s/{uid}/files", list_files, methods=["GET"]),
-        Route("/s/{uid}/files/{name:path}", put_file, methods=["PUT"]),
-        Route("/s/{uid}/files/{name:path}", get_file, methods=["GET"]),
-        Route("/s/{uid}/terminate", terminate, methods=["POST"]),
+        Route("/s/{uid}", h.post_message, methods=["POST"]),
+        Route("/s/{uid}", h.read_messages, methods=["GET"]),
+        Route("/s/{uid}/wait", h.wait, methods=["GET"]),
+        Route("/s/{uid}/files", h.list_files, methods=["GET"]),
+        Route("/s/{uid}/files/{name:path}", h.put_file, methods=["PUT"]),
+        Route("/s/{uid}/files/{name:path}", h.get_file, methods=["GET"]),
+        Route("/s/{uid}/terminate", h.terminate, methods=["POST"]),
     ]
     if not peer:
         # Session creation is the host's alone: it is never routed on the peers' listener.
-        routes.insert(0, Route("/sessions", create_session, methods=["POST"]))
+        routes.insert(0, Route("/sessions", h.create_session, methods=["POST"]))
         if admin:
-            routes += [Route("/_admin/clock", admin_clock, methods=["POST"]),
-                       Route("/_admin/sweep", admin_sweep, methods=["POST"])]
+            routes += [Route("/_admin/clock", h.admin_clock, methods=["POST"]),
+                       Route("/_admin/sweep", h.admin_sweep, methods=["POST"])]
+    return routes
 
-    async def on_relay_error(_request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RelayError)
-        return error_response(exc)
 
-    async def on_http_error(_request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        # Unknown paths and methods alike: there is no such resource on this listener.
-        if exc.status_code in (404, 405):
-            return error_response(RelayError("not_found", "no such endpoint"))
-        return error_response(RelayError("invalid_request", str(exc.detail)))
+async def _on_relay_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RelayError)
+    return error_response(exc)
 
-    async def on_fault(request: Request, exc: Exception) -> Response:
-        log.exception("relay request failed: %s", request.url.path)
-        report("relay.http", exc, path=request.url.path)
-        return error_response(RelayError("internal", "the relay failed; this is not your fault"))
 
-    return Starlette(routes=routes, exception_handlers={
-        RelayError: on_relay_error, HTTPException: on_http_error, Exception: on_fault})
+async def _on_http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    # Unknown paths and methods alike: there is no such resource on this listener.
+    if exc.status_code in (404, 405):
+        return error_response(RelayError("not_found", "no such endpoint"))
+    return error_response(RelayError("invalid_request", str(exc.detail)))
+
+
+async def _on_fault(request: Request, exc: Exception) -> Response:
+    log.exception("relay request failed: %s", request.url.path)
+    report("relay.http", exc, path=request.url.path)
+    return error_response(RelayError("internal", "the relay failed; this is not your fault"))
+
+
+def build_relay_app(service: RelayService, peer: bool = False, admin: bool = False) -> Starlette:
+    return Starlette(routes=_routes(_Handlers(service), peer, admin), exception_handlers={
+        RelayError: _on_relay_error, HTTPException: _on_http_error, Exception: _on_fault})

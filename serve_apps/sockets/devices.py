@@ -14,6 +14,7 @@ import secrets
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
+from ray.actor import ActorHandle
 from ray.exceptions import RayActorError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -153,78 +154,113 @@ async def _connect(gw: Any, device: repo.Device, conn_id: str, hello: Hello, lim
     raise AssertionError("unreachable")
 
 
-async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Hello, limits: DeviceLimits) -> None:
-    conn_id = secrets.token_hex(8)
-    actor, welcome = await _connect(gw, device, conn_id, hello, limits)
-    await sock.send(welcome)
-    outcome: list[_Closed] = []
-    latest = [hello]
+class _Connection:
+    """One device's live connection: the socket, its DeviceActor (replaced when it restarts) and
+    the hello to register again with. Three tasks share it: pump, pinger and reader."""
 
-    async def pump() -> None:
+    # Set by open(); the pump replaces it when the actor restarts, and the others use the new one.
+    actor: ActorHandle
+
+    def __init__(self, gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Hello,
+                 limits: DeviceLimits) -> None:
+        self.gw, self.sock, self.device, self.token, self.limits = gw, sock, device, token, limits
+        self.conn_id = secrets.token_hex(8)
+        self.latest = hello
+
+    async def open(self) -> None:
+        self.actor, welcome = await _connect(self.gw, self.device, self.conn_id, self.latest, self.limits)
+        await self.sock.send(welcome)
+
+    async def pump(self) -> None:
         """Frames the actor has for the device, and the close it asks for."""
-        nonlocal actor
         while True:
             try:
-                frames = await actor.take.remote(conn_id, TAKE_SECONDS)
+                frames = await self.actor.take.remote(self.conn_id, TAKE_SECONDS)
             except RayActorError:
                 # The actor died (killed, its node lost) and restarts empty: this socket
                 # registers again with the hello it holds; the device sees no close.
                 try:
-                    actor, _welcome = await through_restart(lambda: _connect(gw, device, conn_id, latest[0], limits))
+                    self.actor, _welcome = await through_restart(
+                        lambda: _connect(self.gw, self.device, self.conn_id, self.latest, self.limits))
                 except RayActorError:
                     raise _Closed(1011, "the device's actor stopped") from None
-                log.warning("device %s: its actor restarted; the connection was registered again", device.id)
+                log.warning("device %s: its actor restarted; the connection was registered again",
+                            self.device.id)
                 continue
             for frame in frames:
                 if isinstance(frame, Close):
                     raise _Closed(frame.code, frame.reason)
-                await sock.send(frame)
+                await self.sock.send(frame)
 
-    async def pinger() -> None:
+    async def pinger(self) -> None:
         while True:
-            await asyncio.sleep(limits.ping_seconds)
+            await asyncio.sleep(self.limits.ping_seconds)
             # A revocation this process did not see (the operator's CLI, another replica) still
             # ends the connection, at the latest one ping later.
-            if await repo.device_by_token(gw.store, token) is None:
+            if await repo.device_by_token(self.gw.store, self.token) is None:
                 raise _Closed(CLOSE_REVOKED, "this device was revoked")
-            await sock.send(PingFrame())
+            await self.sock.send(PingFrame())
 
-    async def reader() -> None:
+    async def reader(self) -> None:
+        limits = self.limits
         silent = _Closed(CLOSE_SILENT, f"nothing heard for {limits.silence_seconds:g} s")
         while True:
-            frame = await _receive(sock.ws, limits, device.kind, limits.silence_seconds, silent)
-            if isinstance(frame, _Invalid):
-                await sock.send_error(frame.error)
-                if isinstance(frame.error, BadHello):
-                    raise _Closed(CLOSE_BAD_HELLO, "bad hello")
-            elif isinstance(frame, PingFrame):
-                await sock.send(PongFrame())
-            elif isinstance(frame, PongFrame):
-                continue
-            elif isinstance(frame, (ResultFrame, EventFrame)):
-                method = actor.result if isinstance(frame, ResultFrame) else actor.event
-                try:
-                    problem: ErrorInfo | None = await method.remote(conn_id, frame)
-                except RayActorError:
-                    # Its actor is restarting (the pump registers this socket again): the frame
-                    # was not taken, and the device is told so rather than disconnected.
-                    problem = ErrorInfo(code="restarting", message="the server was restarting this device's "
-                                        "state; that frame was not taken, send it again")
-                if problem is not None:
-                    await sock.send_error(problem)
-            elif isinstance(frame, Hello):
-                latest[0] = frame
-                answer = await actor.rehello.remote(conn_id, frame)
-                if answer is not None:
-                    await sock.send(answer)
-            elif isinstance(frame, ByeFrame):
-                await repo.revoke(gw.store, device.id, f"device:{device.id}")
-                raise _Closed(CLOSE_NORMAL, "goodbye: this device's token is revoked")
-            else:
-                assert isinstance(frame, UnknownFrame)
-                await sock.send_error(f"unknown frame type {frame.type!r}")
+            frame = await _receive(self.sock.ws, limits, self.device.kind, limits.silence_seconds, silent)
+            await self.on_frame(frame)
 
-    tasks = [asyncio.create_task(t()) for t in (pump, pinger, reader)]
+    async def on_frame(self, frame: Any) -> None:
+        """One frame from the device, dispatched on its class; _Closed when it ends the socket."""
+        sock = self.sock
+        if isinstance(frame, _Invalid):
+            await sock.send_error(frame.error)
+            if isinstance(frame.error, BadHello):
+                raise _Closed(CLOSE_BAD_HELLO, "bad hello")
+        elif isinstance(frame, PingFrame):
+            await sock.send(PongFrame())
+        elif isinstance(frame, PongFrame):
+            return
+        elif isinstance(frame, (ResultFrame, EventFrame)):
+            await self.forward(frame)
+        elif isinstance(frame, Hello):
+            self.latest = frame
+            answer = await self.actor.rehello.remote(self.conn_id, frame)
+            if answer is not None:
+                await sock.send(answer)
+        elif isinstance(frame, ByeFrame):
+            await repo.revoke(self.gw.store, self.device.id, f"device:{self.device.id}")
+            raise _Closed(CLOSE_NORMAL, "goodbye: this device's token is revoked")
+        else:
+            assert isinstance(frame, UnknownFrame)
+            await sock.send_error(f"unknown frame type {frame.type!r}")
+
+    async def forward(self, frame: ResultFrame | EventFrame) -> None:
+        """A call's result or an event, to the actor; the device hears of any problem with it."""
+        method = self.actor.result if isinstance(frame, ResultFrame) else self.actor.event
+        try:
+            problem: ErrorInfo | None = await method.remote(self.conn_id, frame)
+        except RayActorError:
+            # Its actor is restarting (the pump registers this socket again): the frame
+            # was not taken, and the device is told so rather than disconnected.
+            problem = ErrorInfo(code="restarting", message="the server was restarting this device's "
+                                "state; that frame was not taken, send it again")
+        if problem is not None:
+            await self.sock.send_error(problem)
+
+    async def close(self, outcome: list[_Closed]) -> None:
+        """Close the socket with the first outcome, then let the actor forget this connection."""
+        closing = outcome[0] if outcome else _Closed(1011, "internal error")
+        await self.sock.close(closing.code, closing.reason)
+        try:
+            await self.actor.disconnect.remote(self.conn_id)
+        except RayActorError:
+            pass
+
+
+async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Hello, limits: DeviceLimits) -> None:
+    conn = _Connection(gw, sock, device, token, hello, limits)
+    await conn.open()
+    outcome: list[_Closed] = []
+    tasks = [asyncio.create_task(t()) for t in (conn.pump, conn.pinger, conn.reader)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -240,9 +276,4 @@ async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello:
         # `wait`, not `gather`: if this handler is itself being cancelled (the server stopping),
         # the error raised here must be that cancellation, not one of the tasks' own.
         await asyncio.wait(tasks)
-        closing = outcome[0] if outcome else _Closed(1011, "internal error")
-        await sock.close(closing.code, closing.reason)
-        try:
-            await actor.disconnect.remote(conn_id)
-        except RayActorError:
-            pass
+        await conn.close(outcome)

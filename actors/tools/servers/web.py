@@ -26,7 +26,7 @@ import html
 import ipaddress
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal
 
 import httpx
@@ -45,6 +45,8 @@ WEB_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempote
 DEFAULT_MAX_CHARS = 20_000
 MAX_MAX_CHARS = 100_000
 SEARCH_TIMEOUT = 15.0
+
+Fetch = Callable[[str], Awaitable[FetchResult]]
 
 
 class FetchSettings(BaseModel):
@@ -175,19 +177,19 @@ def _refusal(url: str, exc: Exception) -> ToolError:
     return ToolError(f"could not fetch {url}: {exc}")
 
 
-def create_server(env: Mapping[str, str] | None = None) -> MCPServer:
-    env = dict(os.environ if env is None else env)
-    fetching = fetch_settings(env)
-    search = search_settings(env)
-    resolver = fetching.resolver()
-    connect = fetching.connect or None
-
+def _instructions(search: SearchSettings | None) -> str:
     instructions = ("Reads web pages as plain text and previews links. Private, local and "
                     "cloud-metadata addresses are refused.")
     if search is None:
         instructions += (" Web search is not configured on this server (set IRIIS_SEARCH_URL and "
                          "IRIIS_SEARCH_KEY), so there is no web_search tool.")
-    server = MCPServer("web", instructions=instructions)
+    return instructions
+
+
+def _fetcher(fetching: FetchSettings) -> Fetch:
+    """The server's one way to fetch a URL: through the SSRF guard, errors as tool errors."""
+    resolver = fetching.resolver()
+    connect = fetching.connect or None
 
     async def fetch(url: str) -> FetchResult:
         try:
@@ -198,33 +200,66 @@ def create_server(env: Mapping[str, str] | None = None) -> MCPServer:
             raise ToolError(f"{result.final_url} answered HTTP {result.status}")
         return result
 
+    return fetch
+
+
+def _page_text(result: FetchResult, max_chars: int) -> str:
+    """A fetched page as the model reads it: a short header, then its readable text."""
+    if result.text is None:
+        raise ToolError(f"{result.final_url} is {result.content_type or 'binary'}, not text")
+    base_type = result.content_type.split(";", 1)[0].strip().lower()
+    is_html = base_type in ("text/html", "application/xhtml+xml") or (
+        not base_type and "<html" in result.text[:1000].lower())
+    body = readable_text(result.text) if is_html else result.text.strip()
+    header = [f"URL: {result.final_url}"]
+    if result.redirects:
+        header.append(f"Redirected from: {result.url}")
+    if is_html:
+        title = extract_preview(result.text, result.final_url)["title"]
+        if title:
+            header.append(f"Title: {title}")
+    note = ""
+    if len(body) > max_chars:
+        note = f"\n[truncated: showing {max_chars} of {len(body)} characters]"
+        body = body[:max_chars]
+    elif result.truncated:
+        note = "\n[truncated: the page was larger than the download limit]"
+    return "\n".join(header) + "\n\n" + body + note
+
+
+async def _search_web(settings: SearchSettings, query: str, count: int) -> str:
+    """Ask the configured search service; its failures become tool errors the model can read."""
+    if settings.style == "brave":
+        headers = {"X-Subscription-Token": settings.key, "Accept": "application/json"}
+    else:
+        headers = {"Authorization": f"Bearer {settings.key}", "Accept": "application/json"}
+    try:
+        async with httpx.AsyncClient(timeout=SEARCH_TIMEOUT) as client:
+            response = await client.get(settings.url, params={"q": query, "count": count},
+                                        headers=headers)
+    except httpx.HTTPError as exc:
+        raise ToolError(f"the search service could not be reached: {type(exc).__name__}") from None
+    if response.status_code in (401, 403):
+        raise ToolError(f"the search service refused the key (HTTP {response.status_code})")
+    if response.status_code >= 400:
+        raise ToolError(f"the search service answered HTTP {response.status_code}")
+    try:
+        payload = response.json()
+    except ValueError:
+        raise ToolError("the search service did not answer with JSON") from None
+    return format_hits(query, parse_search_results(payload, settings.style)[:count])
+
+
+def _add_page_tools(server: MCPServer, fetch: Fetch) -> None:
+    """fetch_url and link_preview: the tool names, signatures and docstrings are the schema."""
+
     @server.tool(annotations=WEB_READ)
     async def fetch_url(
         url: Annotated[str, Field(description="an http or https URL")],
         max_chars: Annotated[int, Field(ge=200, le=MAX_MAX_CHARS)] = DEFAULT_MAX_CHARS,
     ) -> str:
         """Fetch a web page and return its readable text (scripts, styles and menus removed)."""
-        result = await fetch(url)
-        if result.text is None:
-            raise ToolError(f"{result.final_url} is {result.content_type or 'binary'}, not text")
-        base_type = result.content_type.split(";", 1)[0].strip().lower()
-        is_html = base_type in ("text/html", "application/xhtml+xml") or (
-            not base_type and "<html" in result.text[:1000].lower())
-        body = readable_text(result.text) if is_html else result.text.strip()
-        header = [f"URL: {result.final_url}"]
-        if result.redirects:
-            header.append(f"Redirected from: {result.url}")
-        if is_html:
-            title = extract_preview(result.text, result.final_url)["title"]
-            if title:
-                header.append(f"Title: {title}")
-        note = ""
-        if len(body) > max_chars:
-            note = f"\n[truncated: showing {max_chars} of {len(body)} characters]"
-            body = body[:max_chars]
-        elif result.truncated:
-            note = "\n[truncated: the page was larger than the download limit]"
-        return "\n".join(header) + "\n\n" + body + note
+        return _page_text(await fetch(url), max_chars)
 
     @server.tool(annotations=WEB_READ)
     async def link_preview(url: Annotated[str, Field(description="an http or https URL")]) -> LinkPreview:
@@ -234,35 +269,26 @@ def create_server(env: Mapping[str, str] | None = None) -> MCPServer:
             return LinkPreview(url=result.final_url, site_name=httpx.URL(result.final_url).host or None)
         return LinkPreview(url=result.final_url, **extract_preview(result.text, result.final_url))
 
+
+def _add_search_tool(server: MCPServer, settings: SearchSettings) -> None:
+    @server.tool(annotations=WEB_READ)
+    async def web_search(
+        query: Annotated[str, Field(min_length=1, max_length=400)],
+        count: Annotated[int, Field(ge=1, le=10)] = 5,
+    ) -> str:
+        """Search the web; returns numbered results, each a title, URL and snippet."""
+        return await _search_web(settings, query, count)
+
+
+def create_server(env: Mapping[str, str] | None = None) -> MCPServer:
+    env = dict(os.environ if env is None else env)
+    fetching = fetch_settings(env)
+    search = search_settings(env)
+    server = MCPServer("web", instructions=_instructions(search))
+    _add_page_tools(server, _fetcher(fetching))
     if search is not None:
-        settings = search
-
-        @server.tool(annotations=WEB_READ)
-        async def web_search(
-            query: Annotated[str, Field(min_length=1, max_length=400)],
-            count: Annotated[int, Field(ge=1, le=10)] = 5,
-        ) -> str:
-            """Search the web; returns numbered results, each a title, URL and snippet."""
-            if settings.style == "brave":
-                headers = {"X-Subscription-Token": settings.key, "Accept": "application/json"}
-            else:
-                headers = {"Authorization": f"Bearer {settings.key}", "Accept": "application/json"}
-            try:
-                async with httpx.AsyncClient(timeout=SEARCH_TIMEOUT) as client:
-                    response = await client.get(settings.url, params={"q": query, "count": count},
-                                                headers=headers)
-            except httpx.HTTPError as exc:
-                raise ToolError(f"the search service could not be reached: {type(exc).__name__}") from None
-            if response.status_code in (401, 403):
-                raise ToolError(f"the search service refused the key (HTTP {response.status_code})")
-            if response.status_code >= 400:
-                raise ToolError(f"the search service answered HTTP {response.status_code}")
-            try:
-                payload = response.json()
-            except ValueError:
-                raise ToolError("the search service did not answer with JSON") from None
-            return format_hits(query, parse_search_results(payload, settings.style)[:count])
-
+        # Registered only when configured, so the model never sees a tool that can only fail.
+        _add_search_tool(server, search)
     return server
 
 
