@@ -1,8 +1,8 @@
 """Text and digit reading with PP-OCR mobile models.
 
 * :class:`RapidOcrEngine` (default): RapidOCR's PP-OCR ONNX models, which ship inside the
-  ``rapidocr`` wheel, run by onnxruntime. Settings measured on a 2-core machine: no angle
-  classifier, detection capped at 640 px on the long side (~0.3 s per 640x480 frame).
+  ``rapidocr`` wheel, run by onnxruntime. Settings chosen by measuring on a 2-core machine
+  (benchmarks/MEASURED.md): no angle classifier, detection capped at 640 px on the long side.
 * :class:`PaddleOcrEngine`: PaddleOCR itself, only when its model folders are configured
   (``IRIIS_PADDLEOCR_DET_DIR`` and ``IRIIS_PADDLEOCR_REC_DIR``). PaddleOCR cannot fetch models
   offline, so it is never the default.

@@ -5,9 +5,8 @@ say the CPU workers of cluster.yaml), any node when none of them is alive.
 The preference is soft (`NodeAffinitySchedulingStrategy(soft=True)`), so an actor restarted
 after its node died comes back on a node that is alive. These actors ask for no CPU, and Ray
 places an actor that asks for no resource at all on a random node whatever its soft affinity
-says (measured: 3 to 7 of 12 on the preferred node, as if it had none); so a
-preferred actor also asks for one byte of the `memory` resource, which every node has, and then
-lands where it is told (12 of 12). Which nodes offer the resource is a
+says (as if it had none: benchmarks/MEASURED.md); so a preferred actor also asks for one byte
+of the `memory` resource, which every node has, and then lands where it is told. Which nodes offer the resource is a
 GCS read, kept for a few seconds."""
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def is_related(lexical_overlap: bool, z: float | None) -> bool:
 def row_dots(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """matrix @ vector without BLAS. OpenBLAS runs this product on several threads that then
     busy-wait for more work, and the Python ranking loop that follows on a 2-core machine ran
-    about twice as slow beside them (measured here); einsum's own loop is single-threaded and
+    much slower beside them (benchmarks/MEASURED.md); einsum's own loop is single-threaded and
     as fast for one vector."""
     return np.einsum("ij,j->i", matrix, np.asarray(vector, dtype=np.float32))
 

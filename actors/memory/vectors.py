@@ -56,7 +56,7 @@ def text_hash(text: str) -> str:
 class VectorCache:
     """LRU of item vectors stored as rows of one matrix, so the similarity of a query with
     thousands of items is one matrix product instead of stacking thousands of small arrays
-    (measured: stacking 10,000 vectors costs 30-130 ms here, the product a few ms).
+    (an order of magnitude apart: benchmarks/MEASURED.md).
     Keyed by (item id, text): an edited item is a new key. The old key's row is not freed at
     once but ages out like any other, because another prompt being ranked concurrently on the
     same event loop may still hold that row; a row is only reused once least recently used, and

@@ -3,7 +3,7 @@
 Every AgentLoop replica reports outcomes to it, so EMA latency, rests and retirements are
 shared. Each caller (`RemoteRouter`) keeps a mirror of that state, refreshed by a parked `watch`
 call that returns as soon as anything changed, so asking for the order to try is local (it was
-an actor round trip of about 3 ms before every model call). Thin shell over RouterState.
+an actor round trip before every model call). Thin shell over RouterState.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """How many conversation processes may be alive at once, and which idle one makes room.
 
-Every conversation is its own SessionActor process (109-190 MB measured) that lives on for
-`idle_seconds` after its last use, so a burst of new conversations once held 65 of them (about
-12 GB) on a 24 GB machine. The registry (actors/session/registry.py) now keeps the live ones,
+Every conversation is its own SessionActor process (its size: benchmarks/MEASURED.md) that
+lives on for `idle_seconds` after its last use, so a burst of new conversations once held half
+the machine's memory. The registry (actors/session/registry.py) now keeps the live ones,
 its warm spares and the processes still starting under a cap: by default a fixed share of the
 machine's memory divided by a per-conversation budget (`default_cap`), or `max_live`.
 
@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from actors.session.start_queue import SessionsBusy
 
-# The memory one conversation is budgeted: a SessionActor measured 109-190 MB (USS/RSS).
+# The memory one conversation is budgeted: above a SessionActor's measured size (MEASURED.md).
 PER_CONVERSATION_BYTES = 200 * 1024 * 1024
 # The share of the machine's memory conversation processes may take by default; the rest is
 # Ray, Serve, the agent loop, a local model, the database and the operating system.

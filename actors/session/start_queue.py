@@ -57,8 +57,7 @@ class StartClock:
         """None when the newcomer may queue; else the error, whose retry_after is how long the
         queue there is now takes to drain (no bound: never refused). Not the shorter time until
         its wait is under the bound again: every client refused in a burst would come back
-        then, together, and most be sent away again (measured at 100 at once: 857 refusals,
-        8 clients still refused after 20 tries)."""
+        then, together, and most be sent away again (benchmarks/MEASURED.md: a burst of 100)."""
         if bound is None or ahead < at_once:
             return None     # it starts now: nothing to come back for
         expected = self.wait(ahead, at_once)

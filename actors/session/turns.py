@@ -129,7 +129,7 @@ async def prepare(store: Store, core: SessionCore, turn: TurnLog, message: str, 
 
     Whose conversation it is and what memory holds are read on one connection, one statement
     after another: a conversation's process keeps a single pooled connection, and reading them
-    at once opened a second one for every turn (18 ms a turn on PostgreSQL). Memory is the
+    at once opened a second one for every turn (its cost: benchmarks/MEASURED.md). Memory is the
     owner's: other people's conversations neither see nor feed it, so theirs read none. Marking
     the chosen items used is handed to `later` when given (a counter and a log line, off the
     path to the first sentence). With `memory` off nothing is read from it."""

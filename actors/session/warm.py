@@ -1,10 +1,10 @@
 """Getting a spare SessionActor's process ready before it adopts a conversation.
 
-Measured in a fresh actor process (benchmarks/load.py's sequential probe, with the turn's steps
-timed), a new conversation's first turn paid for things a continued one never does:
+In a fresh actor process a new conversation's first turn paid for things a continued one never
+does (figures in benchmarks/MEASURED.md):
 - the first call through the AgentLoop handle sets up Serve's router in this process (which
-  replicas exist, a long poll to the controller): 250-500 ms against 30-40 ms afterwards;
-- the sentence encoder's actor lookup (a GCS read): 30-80 ms;
+  replicas exist, a long poll to the controller), several times a later call's cost;
+- the sentence encoder's actor lookup (a GCS read);
 - the store's first reads (SQL compiled on first use, the memory index loaded into this
   process, a second pooled connection opened).
 

@@ -1,7 +1,7 @@
 """The AgentLoop's copy of the ToolHub's listings, one per person (no Ray here).
 
-Each turn needs the tools on offer. Asking the hub costs an actor round trip (about 3 ms on a
-busy 2-core machine), so a replica keeps what it was told. A copy is good while the hub's
+Each turn needs the tools on offer. Asking the hub costs an actor round trip (benchmarks/
+MEASURED.md), so a replica keeps what it was told. A copy is good while the hub's
 change stamp (`ToolHub.listing_changed`, parked on the hub and answered on every change of a
 server or a device) is the one the copy was taken under, and for at most `max_age` seconds
 even then, in case some change reached no stamp. While no watch is running (before the first

@@ -49,8 +49,9 @@ def quiet_logs(verbose: bool) -> None:
 
 # Serve runs a replica's own code, and a handle's router, on a second event loop in a thread of
 # their own by default. Every request then crosses threads (and the GIL) twice more: on a turn's
-# path (proxy, gateway, session actor, AgentLoop) that cost 5-10 ms. One loop per process is what
-# Serve's own throughput mode sets; our deployments keep blocking work off the loop (to_thread).
+# path (proxy, gateway, session actor, AgentLoop) that costs milliseconds (benchmarks/MEASURED.md).
+# One loop per process is what Serve's own throughput mode sets; our deployments keep blocking
+# work off the loop (to_thread).
 # Set before Ray starts, so the raylet passes them to every worker; serve.yaml and cluster.yaml
 # set the same on a cluster.
 SERVE_ONE_LOOP = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0"}

@@ -90,7 +90,7 @@ class GatewayContext:
 
     def _schedule_key_refresh(self) -> None:
         """Keep the stored keys current in the background from now on, so no request waits
-        for a reload (at a person's pace every request found them stale: 3 ms a turn)."""
+        for a reload (at a person's pace every request found them stale)."""
         if self._key_refresh is not None and not self._key_refresh.done():
             return
         try:

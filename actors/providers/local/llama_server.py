@@ -96,8 +96,8 @@ class LlamaServer:
 
     async def warm(self, client: httpx.AsyncClient) -> None:
         """One tiny schema-constrained request before anyone waits on one: the first request
-        after loading pages the weights in and sets up the grammar code (measured: 4.7 s for
-        eight tokens the first time, 1.1 s after)."""
+        after loading pages the weights in and sets up the grammar code, several times a later
+        request's time (benchmarks/MEASURED.md)."""
         body = {"model": self.alias, "max_tokens": 2, "temperature": 0,
                 "messages": [{"role": "user", "content": "Say hi."}],
                 "response_format": {"type": "json_object", "schema": WARM_SCHEMA}}
