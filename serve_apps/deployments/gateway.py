@@ -100,8 +100,8 @@ class Gateway:
             return actor.chat.options(num_returns="streaming").remote(message, attended=False)
 
         try:
-            handle = await self.context.session(sid, create=session_id is None)
-            async for event in self.context.whole_turn(sid, handle, start):
+            handle = await self.context.conversations.open(sid, create=session_id is None)
+            async for event in self.context.conversations.whole(sid, handle, start):
                 if isinstance(event, Done):
                     reply["reply"] = event.text
                 elif isinstance(event, TurnError):

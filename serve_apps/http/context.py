@@ -8,27 +8,23 @@ No `from __future__ import annotations`: FastAPI inspects the dependency types b
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import ray
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from ray.exceptions import RayActorError
-from ray.actor import ActorHandle
 from ray.serve.handle import DeploymentHandle
 from starlette.requests import HTTPConnection
 
 from actors.camera.actor import CameraConfig
-from actors.common.restart import first_then_rest
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.session.pool import registry
 from actors.store.store import Store
 from actors.memory.embed_actor import remote_encoder
 from serve_apps.http.auth import KEY_LAST_USED_KV, REFRESH_SECONDS, KeyRing, load_key_records, presented_key
-from serve_apps.http.conversations import Conversations, StartTurn
+from serve_apps.http.conversations import Conversations
 from serve_apps.http.errors import ApiError
 
 log = logging.getLogger(__name__)
@@ -135,35 +131,6 @@ class GatewayContext:
             raise ApiError(403, "forbidden", "A device token cannot use this route.")
         if not self.owner_key(key):
             raise ApiError(401, "unauthorized", "Send the owner key as 'Authorization: Bearer <key>'.")
-
-    async def session(self, session_id: str, create: bool = False, health_check: bool = False,
-                      cached: bool = False) -> Any:
-        """The live actor for a conversation, started (and rebuilt from the store) on demand.
-        Raises ApiError 404 `session_not_found` (unknown) or 422 (not a health check).
-
-        With `cached`, a handle this replica used before comes back without asking the actor
-        first (one round trip less per turn); start the turn with `begin_turn` then, since that
-        actor may have exited since."""
-        return await self.conversations.open(session_id, create, health_check, cached)
-
-    async def begin_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> tuple[Any, Any, Any]:
-        """`start(handle)` and its first event, sent once more to a fresh actor if this one was
-        gone before the turn began. Raises ApiError 404 (no such conversation any more) or 503
-        (no actor could be reached). Returns (handle, events, first) for `stream`."""
-        return await self.conversations.begin(session_id, handle, start)
-
-    async def whole_turn(self, session_id: str, handle: ActorHandle, start: StartTurn) -> AsyncIterator[Any]:
-        """Every event of a turn begun with `begin_turn` (the same 404/503), for a caller that
-        reads the reply whole (/v1/ask, /mcp)."""
-        _, events, first = await self.begin_turn(session_id, handle, start)
-        async for event in first_then_rest(first, events):
-            yield event
-
-    def stream(self, handle: ActorHandle, session_id: str, events: Any, reader_is_person: bool = True,
-               first: Any = None) -> StreamingResponse:
-        """A running turn's events as SSE (after `first`, when it was read already), shaped
-        for who is reading."""
-        return self.conversations.stream(handle, session_id, events, reader_is_person, first)
 
     async def flush_live_sessions(self) -> None:
         """Write every live session's buffer at once, so an export sees what was said a moment ago."""

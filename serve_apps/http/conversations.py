@@ -1,14 +1,14 @@
 """How a Gateway replica reaches conversations: the live SessionActor for an id (started, or
 rebuilt from the store, on demand), a turn begun on it, and its events as server-sent events.
 
-One per replica, held by the `GatewayContext` routes get (`gw.session`, `gw.begin_turn`,
-`gw.stream`), with the replica's cache of the handles it used lately.
+One per replica, held by the `GatewayContext` routes get (`gw.conversations.open`, `.begin`,
+`.stream`, `.whole`), with the replica's cache of the handles it used lately.
 
 No `from __future__ import annotations`: the context built on this is read by FastAPI.
 """
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi.responses import StreamingResponse
@@ -96,6 +96,13 @@ class Conversations:
         except RayActorError as exc:
             raise ApiError(503, "session_unavailable", lost_turn(exc).error.message,
                            headers={"Retry-After": "2"}) from None
+
+    async def whole(self, session_id: str, handle: ActorHandle, start: StartTurn) -> AsyncIterator[Any]:
+        """Every event of a turn begun as `begin` begins one (the same errors), for a caller that
+        reads the reply whole (/v1/ask, /mcp)."""
+        _, events, first = await self.begin(session_id, handle, start)
+        async for event in first_then_rest(first, events):
+            yield event
 
     def stream(self, handle: ActorHandle, session_id: str, events: Any, reader_is_person: bool = True,
                first: Any = None) -> StreamingResponse:

@@ -79,7 +79,7 @@ async def reader_is_person(gw: GatewayContext, session_id: str) -> bool:
 async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person: bool) -> MessageList:
     """A conversation's messages as the API returns them, shaped for who is reading.
     Raises ApiError 404 `session_not_found`."""
-    handle = await gw.session(session_id, create=False)
+    handle = await gw.conversations.open(session_id, create=False)
     rows: list[dict[str, Any]] = await handle.messages.remote()
     return page(MessageList, (for_reader({k: m[k] for k in MESSAGE_FIELDS}, reader_is_person) for m in rows),
                 session_id=session_id)
@@ -89,7 +89,7 @@ async def stored_messages(gw: GatewayContext, session_id: str, reader_is_person:
 async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingResponse:
     session_id = body.session_id or new_id()
     mark("gateway.in", session_id)
-    handle = await gw.session(session_id, create=body.session_id is None, health_check=body.health_check,
+    handle = await gw.conversations.open(session_id, create=body.session_id is None, health_check=body.health_check,
                               cached=True)
     mark("gateway.session", session_id)
     sources = [str(p) for p in untrusted(body.sources)] or None
@@ -98,15 +98,15 @@ async def chat(body: ChatRequest, _owner: Owner, gw: GatewayDep) -> StreamingRes
         return actor.chat.options(num_returns="streaming").remote(
             body.message, background=body.background, attended=body.confirmations, sources=sources)
 
-    handle, events, first = await gw.begin_turn(session_id, handle, start)
-    return gw.stream(handle, session_id, events, first=first)
+    handle, events, first = await gw.conversations.begin(session_id, handle, start)
+    return gw.conversations.stream(handle, session_id, events, first=first)
 
 
 @router.get("/sessions/{session_id}/stream", response_class=EventStream)
 async def resume(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> StreamingResponse:
     """Follow the running turn again from its start (a reopened client)."""
-    handle = await gw.session(session_id, create=False)
-    return gw.stream(handle, session_id, handle.follow.options(num_returns="streaming").remote(),
+    handle = await gw.conversations.open(session_id, create=False)
+    return gw.conversations.stream(handle, session_id, handle.follow.options(num_returns="streaming").remote(),
                      await reader_is_person(gw, session_id))
 
 
@@ -122,14 +122,14 @@ async def messages(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> Mess
 
 @router.get("/sessions/{session_id}/state")
 async def session_state(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> SessionState:
-    handle = await gw.session(session_id, create=False)
+    handle = await gw.conversations.open(session_id, create=False)
     return SessionState.model_validate(await handle.state.remote())
 
 
 @router.post("/sessions/{session_id}/cancel")
 async def cancel(_owner: Owner, session_id: SessionId, gw: GatewayDep, body: CancelRequest | None = None) -> Cancelled:
     """Barge-in: stop the turn; history keeps only what the owner says they heard."""
-    handle = await gw.session(session_id, create=False)
+    handle = await gw.conversations.open(session_id, create=False)
     body = body or CancelRequest()
     cancelled = await handle.cancel.remote(body.heard, body.heard_index)
     return Cancelled(session_id=session_id, cancelled=cancelled)
@@ -140,7 +140,7 @@ async def set_aside(_owner: Owner, session_id: SessionId, gw: GatewayDep) -> Set
     """The owner sets aside the outside content this conversation has seen (a relay peer's
     words, replies written while reading files or pages, a summary folded from them): it stays
     in the history but no longer reaches the model, so later turns are not tainted by it."""
-    handle = await gw.session(session_id, create=False)
+    handle = await gw.conversations.open(session_id, create=False)
     return SetAside(session_id=session_id, set_aside=await handle.set_aside_outside.remote())
 
 
@@ -152,7 +152,7 @@ async def delete_message(message_id: str, _owner: Owner, gw: GatewayDep) -> Mess
         session_id = await gw.live_session_holding(message_id)
     if session_id is None:
         raise ApiError(404, "not_found", "No message with that id.")
-    handle = await gw.session(session_id, create=False)
+    handle = await gw.conversations.open(session_id, create=False)
     if not await handle.delete_message.remote(message_id):
         # Stored but older than what the actor keeps in memory: delete it in the store alone.
         await gw.store.write_batch([], [], deleted_ids=[message_id])

@@ -30,7 +30,7 @@ async def answer_confirmation(gw: GatewayContext, confirmation_id: str, approve:
                               pin: str | None) -> ConfirmationResult:
     """Yes or no to a pending confirmation; the session actor's refusals become API errors
     (404 `not_found`, or the PIN problem's own status and message)."""
-    handle = await gw.session(confirmation_session(confirmation_id), create=False)
+    handle = await gw.conversations.open(confirmation_session(confirmation_id), create=False)
     answer = await handle.answer_confirmation.remote(confirmation_id, approve, pin)
     if isinstance(answer, ErrorInfo):
         raise ApiError(refusal_status(answer), answer.code, answer.message)

@@ -217,7 +217,7 @@ async def _ask_session(gw: GatewayContext, who: Principal, session_id: str | Non
     else:
         sid = new_id()
     await repo.claim_conversation(gw.store, sid, who.person_id, who.device_id)
-    return sid, await gw.session(sid, create=session_id is None)
+    return sid, await gw.conversations.open(sid, create=session_id is None)
 
 
 @router.post("/ask/stream", response_class=EventStream, responses=error_responses(404))
@@ -228,8 +228,8 @@ async def ask_stream(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> S
     def start(actor: ActorHandle) -> Any:
         return actor.chat.options(num_returns="streaming").remote(body.message, attended=True)
 
-    handle, events, first = await gw.begin_turn(sid, handle, start)
-    return gw.stream(handle, sid, events, first=first)
+    handle, events, first = await gw.conversations.begin(sid, handle, start)
+    return gw.conversations.stream(handle, sid, events, first=first)
 
 
 @router.post("/ask", responses=error_responses(404))
@@ -242,7 +242,7 @@ async def ask(body: AskRequest, who: PersonOrDevice, gw: GatewayDep) -> AskReply
     def start(actor: ActorHandle) -> Any:
         return actor.chat.options(num_returns="streaming").remote(body.message, attended=False)
 
-    async for event in gw.whole_turn(sid, handle, start):
+    async for event in gw.conversations.whole(sid, handle, start):
         if isinstance(event, Done):
             reply["reply"] = event.text
         elif isinstance(event, TurnError):

@@ -7,8 +7,6 @@ to is deleted by the notifier. Notifications go to the owner's subscriptions.
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
 
-from typing import Any
-
 from fastapi import APIRouter
 from ray.actor import ActorHandle
 

@@ -118,7 +118,7 @@ class VoiceConnection:
         try:
             # A conversation whose actor went away between turns (idle exit, kill -9) is found
             # again for this turn: the person is not asked to say it twice.
-            self.handle, events, first = await self.gw.begin_turn(
+            self.handle, events, first = await self.gw.conversations.begin(
                 self.session_id, self.handle,
                 lambda actor: actor.chat.options(num_returns="streaming").remote(text, attended=True))
             async for event in first_then_rest(first, events):
@@ -336,7 +336,7 @@ async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tupl
         # voice may start it under that id; anyone else continues only what exists.
         starts = who.person_id == OWNER_ID and await gw.store.get_conversation(session_id) is None
         try:
-            handle = await gw.session(session_id, create=starts)
+            handle = await gw.conversations.open(session_id, create=starts)
         except ApiError as exc:
             raise _busy(exc) or _Closed(p.CLOSE_NO_SESSION, "no such session of yours") from None
         if who.device_id is not None:
@@ -345,7 +345,7 @@ async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tupl
     sid = new_id()
     await claim_conversation(gw.store, sid, who.person_id, who.device_id)
     try:
-        return sid, await gw.session(sid, create=True)
+        return sid, await gw.conversations.open(sid, create=True)
     except ApiError as exc:
         raise _busy(exc) or exc from None
 

@@ -175,7 +175,7 @@ async def _stream(ws: WebSocket, gw: Any, stream_id: str) -> None:
     core: StreamCore | None = None
     try:
         try:
-            session = await gw.session(session_id, create=True)
+            session = await gw.conversations.open(session_id, create=True)
         except ApiError as exc:
             if exc.status != 503:
                 raise
