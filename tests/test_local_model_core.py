@@ -441,7 +441,7 @@ async def test_an_answer_only_step_on_a_chatml_model_has_a_grammar_for_its_first
 
 
 def test_a_tool_whose_call_failed_may_be_called_again_in_the_turn() -> None:
-    from actors.providers.local.adapter import _rounds_this_turn
+    from actors.providers.local.rounds import rounds_this_turn as _rounds_this_turn
 
     def call(id_: str, name: str) -> dict:
         return {"role": "assistant", "tool_calls": [{"id": id_, "function": {"name": name, "arguments": "{}"}}]}

@@ -52,10 +52,13 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from actors.common.jsonish import json_values, loads_lenient
+from actors.common.jsonish import json_values
 from actors.providers.call_markup import (
     FUNCTION_CLOSE, PYTHON_TAG, SPECIAL_OPEN, TOOL_CALL_CLOSE, RecoveredCall, calls_from_value,
     match_marker, parse_function_body, parse_tool_call_body, strip_partial_suffix)
+from actors.providers.guard_scan import (
+    ARGS_HINT, Verdict, bare_object_verdict, fence_opening, fence_verdict, object_end, opens_call_object,
+    run_length)
 
 __all__ = ["RecoveredCall", "ToolCallGuard"]
 
@@ -70,20 +73,10 @@ class _Mode(Enum):
     BRACE = "brace"  # a bare {"name": ...} object (maybe double-braced); held back
 
 
-# A fence's language tag longer than this is not one.
-_MAX_LANG = 32
-_JSON_LANGS = frozenset({"", "json", "json5", "jsonc", "tool_call", "tool_code"})
-
 _TEXT_SPECIAL = re.compile(r"[<`{]")
-# A bare call object opens like {"name": or, as some templates teach, {{"name":. Past this many
-# characters without that opening, a brace is ordinary text.
-_BRACE_OPENINGS = ('{"name":', "{'name':", '{{"name":', "{{'name':")
-_BRACE_LOOKAHEAD = 40
 # A bare object longer than this is not a call; it is shown as the text it was.
 _MAX_BRACE = 20_000
 _INLINE_STOP = re.compile(r"[`\n]")
-_NAME_HINT = re.compile(r"[\"']name[\"']\s*:")
-_ARGS_HINT = re.compile(r"[\"'](?:arguments|parameters)[\"']\s*:")
 
 
 class ToolCallGuard:
@@ -156,48 +149,42 @@ class ToolCallGuard:
         return self._at_backtick(final, out)
 
     def _at_brace(self, final: bool, out: list[str]) -> bool:
-        head = re.sub(r"\s", "", self._buf[:_BRACE_LOOKAHEAD])
-        if any(head.startswith(o) for o in _BRACE_OPENINGS):
+        opens = opens_call_object(self._buf, final)
+        if opens is None:
+            return False
+        if opens:
             self._mode = _Mode.BRACE
             return True
-        maybe = any(o.startswith(head) for o in _BRACE_OPENINGS)
-        if maybe and not final and len(self._buf) < _BRACE_LOOKAHEAD:
-            return False
         out.append("{")
         self._buf = self._buf[1:]
         return True
 
     def _step_brace(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
-        end = _object_end(buf)
+        end = object_end(buf)
         if end is None and not final and len(buf) < _MAX_BRACE:
             return False
         self._mode = _Mode.TEXT
         if end is None:
             # Cut off, or too long to be a call: a broken call is hidden, anything else shown.
-            if len(buf) < _MAX_BRACE and _ARGS_HINT.search(buf):
+            if len(buf) < _MAX_BRACE and ARGS_HINT.search(buf):
                 self.dropped.append(buf)
             else:
                 out.append(buf)
             self._buf = ""
             return False
         raw, self._buf = buf[:end], buf[end:]
-        body = _unwrap_double(raw)
-        try:
-            calls = calls_from_value(loads_lenient(body), strict=True)
-        except ValueError:
-            calls = None
-        if calls is None:
-            if _ARGS_HINT.search(raw):
-                self.dropped.append(raw)  # call-shaped but unreadable
-            else:
-                out.append(raw)
-        elif self._known is not None and any(c.name not in self._known for c in calls):
-            # A made-up tool: never run, never shown to the person as text.
-            self.dropped.append(raw)
-        else:
-            self._calls.extend(calls)
+        self._settle(bare_object_verdict(raw, self._known), raw, out)
         return True
+
+    def _settle(self, verdict: Verdict, raw: str, out: list[str]) -> None:
+        """Act on what a closed block turned out to be: its calls kept, or its text hidden or shown."""
+        if verdict == "hide":
+            self.dropped.append(raw)
+        elif verdict == "show":
+            out.append(raw)
+        else:
+            self._calls.extend(verdict)
 
     def _at_angle(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
@@ -229,7 +216,7 @@ class ToolCallGuard:
 
     def _at_backtick(self, final: bool, out: list[str]) -> bool:
         buf = self._buf
-        run = _run_length(buf, 0)
+        run = run_length(buf, 0)
         if run == len(buf) and not final:
             return False
         if run < 3:
@@ -238,23 +225,16 @@ class ToolCallGuard:
             self._mode = _Mode.INLINE
             self._run = run
             return True
-        j = run
-        while j < len(buf) and j - run <= _MAX_LANG and (buf[j].isalnum() or buf[j] in "_+-."):
-            j += 1
-        if j == len(buf) and not final:
+        opening = fence_opening(buf, run, final)
+        if opening is None:
             return False
-        if buf[run:j].lower() in _JSON_LANGS:
-            k = j
-            while k < len(buf) and buf[k].isspace():
-                k += 1
-            if k == len(buf) and not final:
-                return False
-            if k < len(buf) and buf[k] in "{[":
-                # Might be a call: hold the whole block until it closes.
-                self._mode = _Mode.FENCE_CAND
-                self._run = run
-                self._body_start = j
-                return True
+        j, maybe_call = opening
+        if maybe_call:
+            # Might be a call: hold the whole block until it closes.
+            self._mode = _Mode.FENCE_CAND
+            self._run = run
+            self._body_start = j
+            return True
         out.append(buf[:j])
         self._buf = buf[j:]
         self._mode = _Mode.FENCE_PASS
@@ -275,7 +255,7 @@ class ToolCallGuard:
             self._buf = buf[1:]
             self._mode = _Mode.TEXT
             return True
-        run = _run_length(buf, 0)
+        run = run_length(buf, 0)
         if run == len(buf) and not final:
             return False
         out.append(buf[:run])
@@ -293,7 +273,7 @@ class ToolCallGuard:
             return False
         out.append(buf[:i])
         buf = self._buf = buf[i:]
-        run = _run_length(buf, 0)
+        run = run_length(buf, 0)
         if run == len(buf) and not final:
             return False
         out.append(buf[:run])
@@ -308,32 +288,17 @@ class ToolCallGuard:
         if close < 0:
             if not final:
                 return False
-            self._resolve_fence(buf, buf[self._body_start :], out)
+            self._settle(fence_verdict(buf[self._body_start :], self._known), buf, out)
             self._buf = ""
             self._mode = _Mode.TEXT
             return False
-        end = close + _run_length(buf, close)
+        end = close + run_length(buf, close)
         if end == len(buf) and not final:
             return False  # the closing run may still grow
-        self._resolve_fence(buf[:end], buf[self._body_start : close], out)
+        self._settle(fence_verdict(buf[self._body_start : close], self._known), buf[:end], out)
         self._buf = buf[end:]
         self._mode = _Mode.TEXT
         return True
-
-    def _resolve_fence(self, raw: str, body: str, out: list[str]) -> None:
-        try:
-            value = loads_lenient(_unwrap_double(body.strip()))
-        except ValueError:
-            if _NAME_HINT.search(body) and _ARGS_HINT.search(body):
-                self.dropped.append(raw)  # a call, but broken beyond repair
-            else:
-                out.append(raw)
-            return
-        calls = calls_from_value(value, strict=True)
-        if calls is None or (self._known is not None and any(c.name not in self._known for c in calls)):
-            out.append(raw)
-            return
-        self._calls.extend(calls)
 
     def _step_tag(self, final: bool, out: list[str]) -> bool:
         close = TOOL_CALL_CLOSE if self._tag_kind == "tool_call" else FUNCTION_CLOSE
@@ -376,41 +341,3 @@ class ToolCallGuard:
         elif body.strip():
             self.dropped.append(body)
         return idx >= 0
-
-
-def _object_end(buf: str) -> int | None:
-    """Where the object opening `buf` closes (string-aware), or None if it does not yet."""
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for i, ch in enumerate(buf):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
-
-
-def _unwrap_double(text: str) -> str:
-    """{{"name": ...}} -> {"name": ...}: one layer of doubled braces, as some models write."""
-    if text.startswith("{") and text[1:].lstrip().startswith("{") and text.endswith("}}"):
-        return text[1:-1].strip()
-    return text
-
-
-def _run_length(buf: str, i: int) -> int:
-    j = i
-    while j < len(buf) and buf[j] == "`":
-        j += 1
-    return j - i

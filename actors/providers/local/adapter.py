@@ -6,9 +6,9 @@ loopback server, with three things a small CPU model needs:
 * the compact offline profile (actors/providers/local/profile.py), stable prefix first;
 * tool calls by JSON-schema choice (actors/providers/local/choice.py) instead of free tool
   calls, turned back into ordinary ToolCalls so the turn pipeline applies unchanged;
-* lanes: memory's learning calls wait while a chat turn runs and give way to one that starts
-  (the call is dropped and run again after it), so learning never delays a person. The lane
-  is per process (one AgentLoop replica by default).
+* lanes (actors/providers/local/lanes.py): memory's learning calls wait while a chat turn
+  runs and give way to one that starts (the call is dropped and run again after it), so
+  learning never delays a person. The lane is per process (one AgentLoop replica by default).
 
 While the model is not ready, `stream()` fails with kind "not_ready" (no penalty in the
 router) and the caller falls back to the stand-in, which says why.
@@ -20,7 +20,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -33,6 +32,8 @@ from actors.common.text import last_user_messages
 from actors.providers.local import choice as choosing
 from actors.providers.local import chatml, grounding, learning, profile, transcript
 from actors.providers.local.catalog import renders_chatml, writes_asks
+from actors.providers.local.lanes import Lanes
+from actors.providers.local.rounds import rounds_this_turn
 from actors.providers.local.status import LocalStatus
 from actors.providers.local.transcript import Renderings
 from actors.providers.openai_compat import OpenAICompatProvider
@@ -61,65 +62,6 @@ OPEN_STRING = 'root ::= "\\"" [^"]*'
 log = logging.getLogger(__name__)
 StatusFn = Callable[[], Awaitable[LocalStatus]]
 HoldFn = Callable[[bool], Awaitable[None]]
-
-
-class Lanes:
-    """Chat first: learning calls wait for a quiet moment and step aside when chat arrives."""
-
-    def __init__(self) -> None:
-        self.chat = 0
-        self.quiet = asyncio.Event()
-        self.quiet.set()
-        self.generation = 0  # bumped whenever a chat call starts
-        self.last_chat = 0.0
-        self.learning = 0  # learning calls in flight
-        self.learning_runs = 0
-        self.primer: asyncio.Task[None] | None = None  # held so it is not collected mid-run
-        self.ahead: asyncio.Task[None] | None = None
-        self.holds: set[asyncio.Task[None]] = set()
-        # The last chat step's prompt and what the model wrote: what the server had cached
-        # before memory's calls replaced it.
-        self.last_prompt: tuple[str, list[dict[str, str]]] | None = None
-
-    def chat_started(self) -> None:
-        self.chat += 1
-        self.generation += 1
-        self.quiet.clear()
-
-    async def wait_quiet(self, seconds: float | None = None) -> None:
-        seconds = QUIET_SECONDS if seconds is None else seconds
-        while True:
-            await self.quiet.wait()
-            left = self.last_chat + seconds - time.monotonic()
-            if left <= 0 and self.chat == 0:
-                return
-            await asyncio.sleep(max(0.05, left))
-
-    def chat_ended(self) -> None:
-        self.chat = max(0, self.chat - 1)
-        self.last_chat = time.monotonic()
-        if self.chat == 0:
-            self.quiet.set()
-
-
-_FAILED = re.compile(r"^(?:<tool_output[^>]*>\s*)?error:", re.I)
-
-
-def _rounds_this_turn(messages: list[dict[str, Any]]) -> tuple[int, set[str]]:
-    """Tool rounds since the person's message, and the tools already called in them that
-    answered. A tool whose call failed may be called again (within MAX_TOOL_ROUNDS): its error
-    says how to write the arguments, and a small model's second try usually follows it."""
-    rounds, names, failed = 0, {}, set()
-    for m in reversed(messages):
-        if m.get("role") == "user":
-            break
-        if m.get("role") == "assistant" and m.get("tool_calls"):
-            rounds += 1
-            names.update({c.get("id", ""): c["function"]["name"] for c in m["tool_calls"]})
-        elif m.get("role") == "tool" and _FAILED.match(str(m.get("content") or "")):
-            failed.add(m.get("tool_call_id", ""))
-    called = {name for call_id, name in names.items() if call_id not in failed}
-    return rounds, called
 
 
 def _learning_request(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -219,7 +161,7 @@ class LocalModelProvider:
         answers straight away (a shorter object to write before the first word)."""
         message, previous = last_user_messages(messages)
         head, offered = choosing.select_tools(tools, message, previous=previous or "")
-        rounds, called = _rounds_this_turn(messages)
+        rounds, called = rounds_this_turn(messages)
         # After a tool's result: another tool only if a different one is needed, and only a few.
         allowed = [] if rounds >= MAX_TOOL_ROUNDS else [t for t in offered if choosing.tool_name(t) not in called]
         asks = writes_asks(model)
@@ -379,7 +321,7 @@ class LocalModelProvider:
         begins meanwhile; the chat prompt is read back in after it."""
         extra, messages = _learning_request(messages)
         for _try in range(LEARNING_TRIES):
-            await self.lanes.wait_quiet()
+            await self.lanes.wait_quiet(QUIET_SECONDS)
             generation = self.lanes.generation
             parts: list[str] = []
             preempted = False
