@@ -18,8 +18,9 @@ from serve_apps.http.errors import ApiError
 from vision.frames import FrameError
 
 ROOT = Path(__file__).resolve().parent.parent
-# Control flow, not errors: a device or voice socket's close (`code` is a WebSocket close code).
-OUTSIDE = {"serve_apps.sockets.devices._Closed", "serve_apps.routes.voice._Closed"}
+# Nothing outside the tree: a socket's close (once two private `_Closed` classes whose `code`
+# was a WebSocket close code) is SocketClosed, with its close code apart from its error code.
+OUTSIDE: set[str] = set()
 
 
 def _exception_classes() -> list[tuple[str, type[BaseException]]]:

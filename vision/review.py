@@ -110,9 +110,9 @@ def sample_clip(
 
 
 def _open(source: bytes | str) -> Any:
-    handle: Any = io.BytesIO(source) if isinstance(source, bytes) else source
+    clip: Any = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
-        return av.open(handle, mode="r")
+        return av.open(clip, mode="r")
     except (av.error.FFmpegError, OSError, ValueError) as exc:
         raise ClipError("not_video", "the clip could not be opened as a video") from exc
 

@@ -44,6 +44,17 @@ class ApiError(IriisError):
         self.headers = headers
 
 
+class SocketClosed(IriisError):
+    """A WebSocket ends here: closed with the protocol's `close_code` and `reason` (the voice and
+    device sockets raise it from deep in their loops; the socket's handler closes with it)."""
+
+    code = "socket_closed"
+
+    def __init__(self, close_code: int, reason: str = "") -> None:
+        super().__init__(reason)
+        self.close_code, self.reason = close_code, reason
+
+
 class ErrorBody(BaseModel):
     """Every error answer's body: `{"error": {"code", "message"}}` (an import's 422 also lists
     its bad `lines` in `error`)."""

@@ -39,7 +39,7 @@ from actors.voice.utterance import Refusal, Utterance, early_transcript_holds
 from serve_apps.http.bodies import SESSION_ID
 from serve_apps.http.receive import receive_within
 from serve_apps.http.deps import context_of
-from serve_apps.http.errors import ApiError
+from serve_apps.http.errors import ApiError, SocketClosed
 from serve_apps.http.people_auth import Principal, person_or_device
 from serve_apps.routes.confirmations import answer_confirmation
 
@@ -54,12 +54,6 @@ def speech_environ() -> dict[str, str]:
     raw = os.environ.get("IRIIS_PROVIDERS", "")
     keep |= {name for name in os.environ if name in raw}
     return {k: os.environ[k] for k in keep if k in os.environ}
-
-
-class _Closed(Exception):
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code, self.reason = code, reason
 
 
 class VoiceConnection:
@@ -295,22 +289,22 @@ class VoiceConnection:
         while True:
             message = await receive_within(self.ws, p.IDLE_SECONDS)
             if message is None:
-                raise _Closed(p.CLOSE_IDLE, f"nothing received for {p.IDLE_SECONDS:g} s")
+                raise SocketClosed(p.CLOSE_IDLE, f"nothing received for {p.IDLE_SECONDS:g} s")
             if message["type"] == "websocket.disconnect":
                 return
             data, text = message.get("bytes"), message.get("text")
             if data is not None:
                 if len(data) > p.MAX_UPSTREAM_FRAME:
-                    raise _Closed(p.CLOSE_TOO_BIG, f"audio messages are at most {p.MAX_UPSTREAM_FRAME} bytes")
+                    raise SocketClosed(p.CLOSE_TOO_BIG, f"audio messages are at most {p.MAX_UPSTREAM_FRAME} bytes")
                 self.utter.audio(data)
             elif text is not None:
                 if len(text) > p.MAX_TEXT_FRAME:
-                    raise _Closed(p.CLOSE_TOO_BIG, f"JSON messages are at most {p.MAX_TEXT_FRAME} bytes")
+                    raise SocketClosed(p.CLOSE_TOO_BIG, f"JSON messages are at most {p.MAX_TEXT_FRAME} bytes")
                 try:
                     parsed = p.parse_client(text)
                 except p.BadMessage as exc:
                     await self.error("bad_message", str(exc))
-                    raise _Closed(p.CLOSE_PROTOCOL, "that message breaks the voice protocol") from None
+                    raise SocketClosed(p.CLOSE_PROTOCOL, "that message breaks the voice protocol") from None
                 await self.dispatch(parsed)
 
     async def close(self) -> None:
@@ -325,20 +319,20 @@ class VoiceConnection:
 
 
 async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tuple[str, Any]:
-    """The caller's conversation (or a new one claimed for them). Raises _Closed 4404."""
+    """The caller's conversation (or a new one claimed for them). Raises SocketClosed 4404."""
     if session_id:
         if not SESSION_ID.match(session_id):
-            raise _Closed(p.CLOSE_NO_SESSION, "no such session of yours")
+            raise SocketClosed(p.CLOSE_NO_SESSION, "no such session of yours")
         person, _device = await conversation_person(gw.store, session_id)
         if person != who.person_id:
-            raise _Closed(p.CLOSE_NO_SESSION, "no such session of yours")
+            raise SocketClosed(p.CLOSE_NO_SESSION, "no such session of yours")
         # An answered call names its conversation before anything is in it: the owner's
         # voice may start it under that id; anyone else continues only what exists.
         starts = who.person_id == OWNER_ID and await gw.store.get_conversation(session_id) is None
         try:
             handle = await gw.conversations.open(session_id, create=starts)
         except ApiError as exc:
-            raise _busy(exc) or _Closed(p.CLOSE_NO_SESSION, "no such session of yours") from None
+            raise _busy(exc) or SocketClosed(p.CLOSE_NO_SESSION, "no such session of yours") from None
         if who.device_id is not None:
             await claim_conversation(gw.store, session_id, who.person_id, who.device_id)
         return session_id, handle
@@ -350,11 +344,11 @@ async def _open_session(gw: Any, who: Principal, session_id: str | None) -> tupl
         raise _busy(exc) or exc from None
 
 
-def _busy(exc: ApiError) -> _Closed | None:
+def _busy(exc: ApiError) -> SocketClosed | None:
     """A burst of new conversations (503 with Retry-After): close 1013, try again later."""
     if exc.status != 503:
         return None
-    return _Closed(p.CLOSE_BUSY, exc.message)
+    return SocketClosed(p.CLOSE_BUSY, exc.message)
 
 
 @router.websocket("/voice/ws")
@@ -381,9 +375,9 @@ async def voice_socket(ws: WebSocket) -> None:
         elif first:
             await conn.text(first[:p.MAX_TURN_TEXT])
         await conn.serve()
-    except _Closed as closed:
+    except SocketClosed as closed:
         if ws.application_state == WebSocketState.CONNECTED:
-            await ws.close(closed.code, closed.reason[:120])
+            await ws.close(closed.close_code, closed.reason[:120])
     except WebSocketDisconnect:
         pass
     except Exception as exc:  # noqa: BLE001 - socket boundary: log, then close cleanly

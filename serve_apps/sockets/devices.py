@@ -30,6 +30,7 @@ from actors.devices.protocol import (CLOSE_BAD_HELLO, CLOSE_NORMAL, CLOSE_REVOKE
 from actors.devices.settings import DeviceLimits
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from serve_apps.http.auth import presented_key
+from serve_apps.http.errors import SocketClosed
 from serve_apps.http.receive import receive_within
 from serve_apps.routes.device_calls import device_limits
 from serve_apps.sockets.places import CLOSE_TRY_LATER, NoRoom, place
@@ -44,12 +45,6 @@ class _Invalid:
 
     def __init__(self, error: ProtocolError) -> None:
         self.error = error
-
-
-class _Closed(Exception):
-    def __init__(self, code: int, reason: str = "") -> None:
-        super().__init__(reason)
-        self.code, self.reason = code, reason
 
 
 class _Socket:
@@ -82,19 +77,19 @@ class _Socket:
                     pass
 
 
-async def _receive(ws: WebSocket, limits: DeviceLimits, kind: str, seconds: float, on_timeout: _Closed) -> Any:
-    """The next frame as its model (or _Invalid); _Closed for silence, a frame too big, or the
+async def _receive(ws: WebSocket, limits: DeviceLimits, kind: str, seconds: float, on_timeout: SocketClosed) -> Any:
+    """The next frame as its model (or _Invalid); SocketClosed for silence, a frame too big, or the
     device leaving."""
     message = await receive_within(ws, seconds)
     if message is None:
         raise on_timeout
     if message["type"] == "websocket.disconnect":
-        raise _Closed(message.get("code", 1000) or 1000, "the device left")
+        raise SocketClosed(message.get("code", 1000) or 1000, "the device left")
     raw = message.get("text")
     if raw is None:
         raw = message.get("bytes")
     if raw is not None and frame_size(raw) > limits.max_frame_bytes:
-        raise _Closed(CLOSE_TOO_BIG, f"frames are at most {limits.max_frame_bytes} bytes")
+        raise SocketClosed(CLOSE_TOO_BIG, f"frames are at most {limits.max_frame_bytes} bytes")
     try:
         return parse_frame(raw, limits, kind)
     except ProtocolError as exc:
@@ -116,11 +111,11 @@ async def device_ws(websocket: WebSocket) -> None:
         return
     try:
         first = await _receive(websocket, limits, device.kind, limits.hello_seconds,
-                               _Closed(CLOSE_BAD_HELLO, f"no hello within {limits.hello_seconds:g} s"))
-    except _Closed as closed:
-        if closed.code == CLOSE_BAD_HELLO:
+                               SocketClosed(CLOSE_BAD_HELLO, f"no hello within {limits.hello_seconds:g} s"))
+    except SocketClosed as closed:
+        if closed.close_code == CLOSE_BAD_HELLO:
             await sock.send_error(closed.reason)
-        await sock.close(closed.code, closed.reason)
+        await sock.close(closed.close_code, closed.reason)
         return
     if isinstance(first, ByeFrame):
         await repo.revoke(gw.store, device.id, f"device:{device.id}")
@@ -183,13 +178,13 @@ class _Connection:
                     self.actor, _welcome = await through_restart(
                         lambda: _connect(self.gw, self.device, self.conn_id, self.latest, self.limits))
                 except RayActorError:
-                    raise _Closed(1011, "the device's actor stopped") from None
+                    raise SocketClosed(1011, "the device's actor stopped") from None
                 log.warning("device %s: its actor restarted; the connection was registered again",
                             self.device.id)
                 continue
             for frame in frames:
                 if isinstance(frame, Close):
-                    raise _Closed(frame.code, frame.reason)
+                    raise SocketClosed(frame.code, frame.reason)
                 await self.sock.send(frame)
 
     async def pinger(self) -> None:
@@ -198,23 +193,23 @@ class _Connection:
             # A revocation this process did not see (the operator's CLI, another replica) still
             # ends the connection, at the latest one ping later.
             if await repo.device_by_token(self.gw.store, self.token) is None:
-                raise _Closed(CLOSE_REVOKED, "this device was revoked")
+                raise SocketClosed(CLOSE_REVOKED, "this device was revoked")
             await self.sock.send(PingFrame())
 
     async def reader(self) -> None:
         limits = self.limits
-        silent = _Closed(CLOSE_SILENT, f"nothing heard for {limits.silence_seconds:g} s")
+        silent = SocketClosed(CLOSE_SILENT, f"nothing heard for {limits.silence_seconds:g} s")
         while True:
             frame = await _receive(self.sock.ws, limits, self.device.kind, limits.silence_seconds, silent)
             await self.on_frame(frame)
 
     async def on_frame(self, frame: Any) -> None:
-        """One frame from the device, dispatched on its class; _Closed when it ends the socket."""
+        """One frame from the device, dispatched on its class; SocketClosed when it ends the socket."""
         sock = self.sock
         if isinstance(frame, _Invalid):
             await sock.send_error(frame.error)
             if isinstance(frame.error, BadHello):
-                raise _Closed(CLOSE_BAD_HELLO, "bad hello")
+                raise SocketClosed(CLOSE_BAD_HELLO, "bad hello")
         elif isinstance(frame, PingFrame):
             await sock.send(PongFrame())
         elif isinstance(frame, PongFrame):
@@ -228,7 +223,7 @@ class _Connection:
                 await sock.send(answer)
         elif isinstance(frame, ByeFrame):
             await repo.revoke(self.gw.store, self.device.id, f"device:{self.device.id}")
-            raise _Closed(CLOSE_NORMAL, "goodbye: this device's token is revoked")
+            raise SocketClosed(CLOSE_NORMAL, "goodbye: this device's token is revoked")
         else:
             assert isinstance(frame, UnknownFrame)
             await sock.send_error(f"unknown frame type {frame.type!r}")
@@ -246,10 +241,10 @@ class _Connection:
         if problem is not None:
             await self.sock.send_error(problem)
 
-    async def close(self, outcome: list[_Closed]) -> None:
+    async def close(self, outcome: list[SocketClosed]) -> None:
         """Close the socket with the first outcome, then let the actor forget this connection."""
-        closing = outcome[0] if outcome else _Closed(1011, "internal error")
-        await self.sock.close(closing.code, closing.reason)
+        closing = outcome[0] if outcome else SocketClosed(1011, "internal error")
+        await self.sock.close(closing.close_code, closing.reason)
         try:
             await self.actor.disconnect.remote(self.conn_id)
         except RayActorError:
@@ -259,17 +254,17 @@ class _Connection:
 async def _serve(gw: Any, sock: _Socket, device: repo.Device, token: str, hello: Hello, limits: DeviceLimits) -> None:
     conn = _Connection(gw, sock, device, token, hello, limits)
     await conn.open()
-    outcome: list[_Closed] = []
+    outcome: list[SocketClosed] = []
     tasks = [asyncio.create_task(t()) for t in (conn.pump, conn.pinger, conn.reader)]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             exc = task.exception()
-            if isinstance(exc, _Closed):
+            if isinstance(exc, SocketClosed):
                 outcome.append(exc)
             elif exc is not None and not isinstance(exc, WebSocketDisconnect):
                 log.warning("device %s: socket task failed: %r", device.id, exc)
-                outcome.append(_Closed(1011, "internal error"))
+                outcome.append(SocketClosed(1011, "internal error"))
     finally:
         for task in tasks:
             task.cancel()
