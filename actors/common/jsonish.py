@@ -28,25 +28,40 @@ _CLOSERS = {"{": "}", "[": "]"}
 _MAX_STARTS = 20
 
 
+class StringScan:
+    """Feeds through a text one character at a time, saying which are inside a quoted string
+    (either quote, backslash escapes), so a bracket counter skips brackets written in strings."""
+
+    def __init__(self) -> None:
+        self.quote: str | None = None   # the quote of the string still open, if any
+        self._escaped = False
+
+    def inside(self, ch: str) -> bool:
+        """Whether `ch` belongs to a string (its quotes included)."""
+        if self.quote:
+            if self._escaped:
+                self._escaped = False
+            elif ch == "\\":
+                self._escaped = True
+            elif ch == self.quote:
+                self.quote = None
+            return True
+        if ch in "\"'":
+            self.quote = ch
+            return True
+        return False
+
+
 def _object_at(text: str, start: int) -> str | None:
     """The bracketed object starting at `start`, aware of strings in either quote; a
     truncated answer (the model ran out of tokens) is closed off so its start still parses."""
     stack: list[str] = []
-    quote: str | None = None
-    escaped = False
+    scan = StringScan()
     for i in range(start, len(text)):
         ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
+        if scan.inside(ch):
             continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in _CLOSERS:
+        if ch in _CLOSERS:
             stack.append(_CLOSERS[ch])
             if len(stack) > MAX_DEPTH:
                 return None
@@ -56,8 +71,8 @@ def _object_at(text: str, start: int) -> str | None:
             if not stack:
                 return text[start:i + 1]
     tail = text[start:]
-    if quote:
-        tail += quote
+    if scan.quote:
+        tail += scan.quote
     return tail + "".join(reversed(stack))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from actors.common.jsonish import loads_lenient
+from actors.common.jsonish import StringScan, loads_lenient
 from actors.providers.call_markup import RecoveredCall, calls_from_value
 
 # A bare call object opens like {"name": or, as some templates teach, {{"name":. Past this many
@@ -64,19 +64,11 @@ def fence_opening(buf: str, run: int, final: bool) -> tuple[int, bool] | None:
 def object_end(buf: str) -> int | None:
     """Where the object opening `buf` closes (string-aware), or None if it does not yet."""
     depth = 0
-    quote: str | None = None
-    escaped = False
+    scan = StringScan()
     for i, ch in enumerate(buf):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "{[":
+        if scan.inside(ch):
+            continue
+        if ch in "{[":
             depth += 1
         elif ch in "}]":
             depth -= 1

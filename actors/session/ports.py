@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TYPE_CHECKING
 
 import ray
@@ -49,18 +50,16 @@ async def sent_or_later(stream: Any, timeout: float) -> None:
     await asyncio.wait({assigned}, timeout=timeout)
 
 
+@dataclass
 class ActorPorts(TurnPorts):
+    session_id: str
+    store: Store
+    agent: DeploymentHandle
+    idle: IdleWatch
+    # Learning work kept beside the conversation (the actor's idle exit waits for it).
+    background: Callable[[Awaitable[Any], str], None]
+    memory: bool
     summarizes = True
-
-    def __init__(self, session_id: str, store: Store, agent: DeploymentHandle, idle: IdleWatch,
-                 background: Callable[[Awaitable[Any], str], None], memory: bool) -> None:
-        self.session_id = session_id
-        self.store = store
-        self.agent = agent
-        self.idle = idle
-        # Learning work kept beside the conversation (the actor's idle exit waits for it).
-        self.background = background
-        self.memory = memory
 
     async def prepare(self, core: SessionCore, turn: TurnLog, message: str,
                       options: TurnOptions) -> tuple[TurnRequest, int]:
