@@ -182,3 +182,12 @@ def test_words_are_named_with_how_to_write_the_expression() -> None:
     message = str(refused.value)
     assert "miles" in message and "'5 * 1.60934'" in message
     assert evaluate("1.5e3 + 1") == 1501
+
+
+def test_sums_and_averages_over_any_number_of_values() -> None:
+    # "What's the average?" of a chart's numbers: the model writes average(...), as people do.
+    assert evaluate("average(5000, 7000, 6500)") == pytest.approx(6166.6667, abs=1e-3)
+    assert evaluate("mean(2, 4)") == evaluate("avg(2, 4)") == 3
+    assert evaluate("sum(1, 2, 3.5)") == 6.5
+    with pytest.raises(CalcError, match="average"):
+        evaluate("average()")

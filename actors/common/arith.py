@@ -11,6 +11,7 @@ import ast
 import math
 import operator
 import re
+import statistics
 from typing import Callable, Union
 
 from actors.common.errors import IriisError
@@ -40,6 +41,11 @@ _FUNCTIONS: dict[str, Callable[..., Number]] = {
     "round": round,
     "min": min,
     "max": max,
+    # Over any number of values ("average(5000, 7000, 6500)", as people and models write it).
+    "sum": lambda *values: math.fsum(values),
+    "average": lambda *values: statistics.fmean(values),
+    "mean": lambda *values: statistics.fmean(values),
+    "avg": lambda *values: statistics.fmean(values),
     "floor": math.floor,
     "ceil": math.ceil,
     "log": math.log,
