@@ -467,3 +467,68 @@ def test_a_reminder_does_not_offer_the_phone_call_tool() -> None:
                     "Ping me in half an hour about the tea"):
         assert not named(call, message), message
     assert named(call, "Call me tomorrow at 8am to wake me up")
+
+
+@pytest.mark.parametrize("message, called, expected", [
+    # The second request's tool is owed once the first one's has answered, in either order.
+    ("What is 15% of 80, and what day is it today?", {"calculate"}, ("current_time", "what day is it today?")),
+    ("What is 15% of 80, and what day is it today?", {"current_time"}, ("calculate", "What is 15% of 80")),
+    ("What is 23*19? And remind me in 15 minutes to check the result.", {"calculate"},
+     ("remind", "And remind me in 15 minutes to check the result.")),
+    # A request cued for several tools is owed the one its verb asks for, not its number's.
+    ("Remember that my flight is on Friday, and remind me tomorrow at 8 to pack.", {"remember"},
+     ("remind", "remind me tomorrow at 8 to pack.")),
+    ("Make a bar chart of my steps: Mon 5000, Tue 7000, Wed 6500. What's the average?", {"make_chart"},
+     ("calculate", "What's the average?")),
+    # Nothing owed: every request answered, one request only, a statement beside a question,
+    # a second request no core tool is cued for, or nothing called yet.
+    ("What is 15% of 80, and what day is it today?", {"calculate", "current_time"}, None),
+    ("Remember that I have 2 cats and 3 dogs", {"remember"}, None),
+    ("What's the time in Paris? I'm flying there tomorrow.", {"current_time"}, None),
+    ("What is 12*7? And who wrote Hamlet?", {"calculate"}, None),
+    ("What is 15% of 80, and what day is it today?", set(), None),
+])
+def test_a_later_request_in_the_message_is_owed_its_tool(message: str, called: set[str], expected) -> None:
+    tools = builtin_toolbox().schemas() + [{"function": {"name": "make_chart", "description": "A bar or line chart."}}]
+    assert cues.owed(message, called, tools) == expected
+
+
+async def test_after_the_first_requests_tool_the_step_must_call_the_second_ones() -> None:
+    """"What is 15% of 80, and what day is it today?": the 1.5B model answered the sum and
+    forgot the day (agent evaluation run 3). After calculate's result, the step's schema offers
+    only current_time, with no answer option; once both answered, the step is the answer."""
+    server = RecordingServer('{"asks": "the day", "tool": "current_time", "arguments": {}}')
+    status = LocalStatus(state="ready", model="m", base_url="http://127.0.0.1:9/v1")
+
+    async def state() -> LocalStatus:
+        return status
+
+    async def ready() -> RecordingServer:
+        return server
+
+    chat = LocalModelProvider(state, client := httpx.AsyncClient())
+    chat._ready = ready  # type: ignore[method-assign]
+    tools = builtin_toolbox().schemas()
+    question = {"role": "user", "content": "What is 15% of 80, and what day is it today?"}
+
+    def called(call_id: str, name: str, result: str) -> list[dict]:
+        return [{"role": "assistant", "content": "", "tool_calls": [
+                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": call_id, "content": result}]
+
+    def options() -> list[dict]:
+        schema = server.requests[-1][1]["response_format"]["schema"]
+        return schema.get("anyOf", [schema])
+
+    after_sum = [question, *called("c1", "calculate", "12")]
+    said = [d async for d in chat.stream("m", after_sum, tools)]
+    assert [o["properties"]["tool"]["const"] for o in options()] == ["current_time"]
+    # The step reads the request it owes after the result (the model would forget it).
+    assert server.requests[-1][0][-1]["content"].endswith("The owner also asked: what day is it today?\nNow do that.")
+    assert any(getattr(d, "name", None) == "current_time" for d in said)
+    server.reply = '{"asks": "", "tool": "none", "answer": "12, and it is Monday."}'
+    [d async for d in chat.stream("m", [*after_sum, *called("c2", "current_time", "Monday")], tools)]
+    await client.aclose()
+    assert options() == [choice.ANSWER_ONLY]   # both requests had their tool: the reply is written
+    # ... and it is asked to give each result, not only the last one's.
+    assert server.requests[-1][0][-1]["content"].endswith("giving every tool result above.")

@@ -30,7 +30,7 @@ import httpx
 from actors.common.background import spawn
 from actors.common.text import last_user_messages
 from actors.providers.local import choice as choosing
-from actors.providers.local import chatml, grounding, learning, profile, transcript
+from actors.providers.local import chatml, cues, grounding, learning, profile, transcript
 from actors.providers.local.catalog import renders_chatml, writes_asks
 from actors.providers.local.lanes import Lanes
 from actors.providers.local.rounds import rounds_this_turn
@@ -164,9 +164,18 @@ class LocalModelProvider:
         rounds, called = rounds_this_turn(messages)
         # After a tool's result: another tool only if a different one is needed, and only a few.
         allowed = [] if rounds >= MAX_TOOL_ROUNDS else [t for t in offered if choosing.tool_name(t) not in called]
+        # A later request of the message still owed its tool (cues.owed): this step calls it.
+        due = cues.owed(message, called, tools) if allowed else None
+        owed = [t for t in allowed if due is not None and choosing.tool_name(t) == due[0]]
+        if owed:
+            allowed = owed
         asks = writes_asks(model)
         built = profile.build_turn(messages, head + [t for t in offered if not choosing.is_core(t)], asks=asks,
                                    renderings=self.renderings, reuse_current=rounds > 0)
+        if rounds > 0:
+            # After a tool's result: the request still owed, or a reply that covers every one.
+            asked = cues.requests(message)
+            profile.after_result(built, due[1] if owed and due else None, asked if len(asked) > 1 else [])
         prompt = built.messages
         if os.environ.get("IRIIS_LOCAL_DEBUG"):
             with open(os.environ["IRIIS_LOCAL_DEBUG"], "a") as f:
@@ -178,7 +187,8 @@ class LocalModelProvider:
         reader = choosing.ChoiceStream()
         end: StreamEnd | None = None
         said: list[str] = []
-        async with aclosing(self._step(inner, model, prompt, rendered, allowed, asks, timeout)) as deltas:
+        async with aclosing(self._step(inner, model, prompt, rendered, allowed, asks, timeout,
+                                       answer=not owed)) as deltas:
             async for delta in deltas:
                 if isinstance(delta, TextDelta):
                     text = reader.feed(delta.text)
@@ -197,7 +207,8 @@ class LocalModelProvider:
             # The person's own words for a time, not the date the model worked out (grounding.py).
             parameters = next(((t.get("function") or {}).get("parameters") or {} for t in allowed
                                if choosing.tool_name(t) == call.name), {})
-            arguments = grounding.ground(call.arguments, parameters, message)
+            # An owed request's call reads its own request's words (the message may hold two times).
+            arguments = grounding.ground(call.arguments, parameters, due[1] if owed and due else message)
             yield ToolCall(id=f"local_{rounds}_{call.name}", name=call.name, arguments=arguments)
         yield StreamEnd(finish_reason="tool_calls" if call else (end.finish_reason if end else "stop"),
                         provider="local", model=model)
@@ -223,12 +234,13 @@ class LocalModelProvider:
         self.lanes.ahead = asyncio.get_running_loop().create_task(run())
 
     def _step(self, inner: OpenAICompatProvider, model: str, prompt: list[dict[str, str]], rendered: str | None,
-              allowed: list[dict[str, Any]], asks: bool, timeout: float) -> AsyncIterator[Delta]:
-        """The request for one step: held to the choice's JSON schema, or, with no tool to
-        offer on a ChatML model, an answer whose grammar covers only its first token."""
+              allowed: list[dict[str, Any]], asks: bool, timeout: float, answer: bool = True) -> AsyncIterator[Delta]:
+        """The request for one step: held to the choice's JSON schema (a call of one of
+        `allowed` or, with `answer`, an answer), or, with no tool to offer on a ChatML model, an
+        answer whose grammar covers only its first token."""
         if not allowed and rendered is not None:
             return self._answer(inner, model, rendered, timeout)
-        schema = choosing.choice_schema(allowed, asks) if allowed else choosing.ANSWER_ONLY
+        schema = choosing.choice_schema(allowed, asks, answer=answer) if allowed else choosing.ANSWER_ONLY
         extra = {"response_format": {"type": "json_object", "schema": schema},
                  "max_tokens": ANSWER_TOKENS, "temperature": 0.0}
         return inner.stream(model, prompt, None, timeout, extra=extra)

@@ -107,19 +107,20 @@ def _plain(schema: dict[str, Any]) -> dict[str, Any]:
 ASKS = {"type": "string", "maxLength": 60}
 
 
-def choice_schema(tools: list[dict[str, Any]], asks: bool = True) -> dict[str, Any]:
-    """The schema of one step's answer: a call of one of `tools`, or an answer."""
+def choice_schema(tools: list[dict[str, Any]], asks: bool = True, answer: bool = True) -> dict[str, Any]:
+    """The schema of one step's answer: a call of one of `tools`, or (with `answer`) an answer."""
     if not asks:
-        return _without_asks(choice_schema(tools))
+        return _without_asks(choice_schema(tools, answer=answer))
     options: list[dict[str, Any]] = [
         {"type": "object", "properties": {"asks": ASKS, "tool": {"const": tool_name(t)},
                                           "arguments": _arguments_schema(t)},
          "required": ["asks", "tool", "arguments"]}
         for t in tools
     ]
-    options.append({"type": "object", "properties": {"asks": ASKS, "tool": {"const": NONE},
-                                                     "answer": {"type": "string"}},
-                    "required": ["asks", "tool", "answer"]})
+    if answer:
+        options.append({"type": "object", "properties": {"asks": ASKS, "tool": {"const": NONE},
+                                                         "answer": {"type": "string"}},
+                        "required": ["asks", "tool", "answer"]})
     return {"anyOf": options} if len(options) > 1 else options[0]
 
 

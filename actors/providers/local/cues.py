@@ -10,7 +10,11 @@ local adapter offers a tool only when the message gives a reason for it:
   "chart", "pdf", "slides") or shares two content words with its description.
 
 With nothing offered, the step is a plain answer: no choice to get wrong, and fewer tokens to
-write before the first sentence. The cues only open the offer; the model still chooses. No Ray.
+write before the first sentence. The cues only open the offer; the model still chooses, with one
+exception (`owed`): a message that asks two things ("What is 15% of 80, and what day is it?")
+whose second request has a cued tool nobody called yet. After its first tool's result a small
+model answers the first request and forgets the second, so that step must call one of the
+tools the open request is cued for. No Ray.
 """
 
 from __future__ import annotations
@@ -68,3 +72,48 @@ def gate(tools: list[dict[str, Any]], core: tuple[str, ...], message: str, previ
     """The tools of `tools` (already ordered) that `message` gives a reason to offer."""
     reasons = cued(message, previous)
     return [t for t in tools if (_name(t) in reasons if _name(t) in core else named(t, message))]
+
+
+# Where a message asks its next thing: after a sentence's end, or at ", and" / ", then".
+_CLAUSE_BREAK = re.compile(r"(?<=[.?!;])\s+|,\s*(?:and|also|then|plus)\s+", re.IGNORECASE)
+# A clause that asks something: a question, or one that opens with a question word or a request.
+_REQUEST_START = re.compile(
+    r"^(?:(?:and|also|then|plus|please|now)\s+)*(?:what|what's|whats|when|which|who|how|is|are|can|could|"
+    r"do|does|remind|remember|note|save|make|set|calculate|compute|convert|tell|give|add|schedule|"
+    r"create|draw|plot|put|find|show)\b", re.IGNORECASE)
+
+
+def requests(message: str) -> list[str]:
+    """The requests in `message`, in order: its clauses that ask something (a statement beside
+    a question, "I'm flying there tomorrow.", is not one)."""
+    clauses = [c.strip() for c in _CLAUSE_BREAK.split(message) if c and c.strip()]
+    return [c for c in clauses if c.endswith("?") or _REQUEST_START.match(c)]
+
+
+# When a request is cued for several core tools, the one it most likely asks for: a verb the
+# person used ("remind me") over a word for time, over a date word, over a bare number.
+_STRONGEST_FIRST = ("remind", "remember", "recall", "current_time", "date_add", "calculate")
+
+
+def owed(message: str, called: set[str], tools: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The core tool a later request of `message` still asks for, and that request, once an
+    earlier request's tool has answered (`called`: the tools that answered this turn). Each
+    called tool answers the first request it was cued or named for; the first request left
+    without one is owed its strongest cued tool. None for a message with one request, and once
+    every request had its tool."""
+    asked = requests(message)
+    if len(asked) < 2 or not called:
+        return None
+    by_name = {_name(t): t for t in tools}
+    open_requests = list(asked)
+    for name in sorted(called):
+        for clause in open_requests:
+            if name in cued(clause) or (name in by_name and named(by_name[name], clause)):
+                open_requests.remove(clause)
+                break
+    for clause in open_requests:
+        reasons = cued(clause) - called
+        strongest = next((name for name in _STRONGEST_FIRST if name in reasons), None)
+        if strongest is not None:
+            return strongest, clause
+    return None
