@@ -27,6 +27,9 @@ from tests.waiting import until
 pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": f"Bearer {OWNER_KEY}"}
 LIMIT = 1_000_000  # IRIIS_CAMERA_MAX_FRAME_BYTES default
+# The stream's hello waits for its CameraActor to start: seconds on a quiet machine; on a second
+# node beside two CPU hogs a loaded clean-clone run waited past 45 s.
+HELLO_WAIT = 120
 VISION = so.VISION
 PRESSURE = {"name": "Boiler check", "goal": "Bring the boiler to working pressure",
             "steps": [{"title": "Open the valve", "acceptance_criteria": ["gauge above 30 kPa"],
@@ -52,7 +55,7 @@ class Cam:
         self.ws: ClientConnection = connect(f"{url.replace('http', 'ws')}/v1/camera/ws?token={key}{query}",
                                             max_size=None, open_timeout=30)
         self.events: list[dict[str, Any]] = []
-        self.hello = self.next("hello")
+        self.hello = self.next("hello", timeout=HELLO_WAIT)
 
     def recv(self, timeout: float = 30) -> dict[str, Any]:
         event = json.loads(self.ws.recv(timeout=timeout))

@@ -23,11 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 OUTSIDE: set[str] = set()
 
 
+def _parse(source: str) -> ast.Module:
+    """ast.parse, once more after CPython 3.11's spurious "AST constructor recursion depth
+    mismatch" SystemError (python/cpython#106905: its bookkeeping can go wrong beside other
+    threads; a loaded clean-clone run met it here). A second failure is raised."""
+    try:
+        return ast.parse(source)
+    except SystemError:
+        return ast.parse(source)
+
+
 def _exception_classes() -> list[tuple[str, type[BaseException]]]:
     found = []
     for top in ("actors", "serve_apps", "vision"):
         for path in sorted((ROOT / top).rglob("*.py")):
-            names = [n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)]
+            names = [n.name for n in _parse(path.read_text()).body if isinstance(n, ast.ClassDef)]
             if not names:
                 continue
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")

@@ -18,6 +18,10 @@ from actors.session.pool import SLOT, find_session, registry, session_handle
 from actors.store.migrate import migrate
 from actors.store.store import Store
 
+# A spare's process start and warm-up: seconds on a quiet machine, over a minute beside two CPU
+# hogs (a loaded clean-clone run waited 60 s for one and failed).
+SPARE_WAIT = 180
+
 pytestmark = pytest.mark.ray
 
 
@@ -64,7 +68,7 @@ async def config(ray_session: None, tmp_path: Path):
 
 async def test_new_conversation_adopts_a_warm_spare(config: SessionConfig) -> None:
     reg = await registry(config, None)
-    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=60)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=SPARE_WAIT)
 
     handle = await session_handle("conv-a", config, None)
     assert await handle.open.remote(True, "chat") == "chat"
@@ -129,7 +133,7 @@ class CountingAgent:
 async def test_a_spare_is_warmed_before_it_adopts(config: SessionConfig) -> None:
     agent = CountingAgent.remote()
     reg = await registry(config, agent)
-    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=60)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 1, timeout=SPARE_WAIT)
     # The spare calls the agent while it waits, before any conversation exists.
     await until(lambda: agent.count.remote(), lambda calls: calls >= 1, timeout=60)
     handle = await session_handle("conv-warm", config, agent)
@@ -153,7 +157,7 @@ async def test_the_next_spare_waits_for_the_adopted_conversations_first_turn(con
     # before refill_wait.
     events = [await ref async for ref in handle.chat.options(num_returns="streaming").remote("hello")]
     assert events[-1].type == "error"
-    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=60)
+    await until(lambda: reg.counts.remote(), lambda c: c["spare"] == 2, timeout=SPARE_WAIT)
     # Two adoptions in a row leave none on offer: the refill starts at once, without a turn.
     await session_handle("conv-x", config, None)
     await session_handle("conv-y", config, None)
