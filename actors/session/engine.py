@@ -13,6 +13,7 @@ checked. Durability (`DurableTurns`) is optional: the actor always has it, a tes
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -43,9 +44,10 @@ class TurnOptions:
     work_only: bool = False
 
 
-class TurnPorts:
-    """What a turn needs from outside its conversation. The defaults are a test's: nothing is
-    sent anywhere, nothing is learned, no summary is written."""
+class TurnPorts(ABC):
+    """What a turn needs from outside its conversation. Each side says where the agent's events
+    come from and how a PIN is checked; the other defaults are a test's: nothing is sent
+    anywhere, nothing is learned, no summary is written."""
 
     async def prepare(self, core: SessionCore, turn: TurnLog, message: str,
                       options: TurnOptions) -> tuple[TurnRequest, int]:
@@ -54,10 +56,10 @@ class TurnPorts:
                               turn_id=turn.turn_id, attended=options.attended)
         return request, OWNER_ID
 
+    @abstractmethod
     def events(self, request: TurnRequest, sent: Callable[[], object]) -> AsyncIterator[TurnEvent]:
         """The agent's events for `request`; `sent` (the turn's first write) is called once the
         request is on its way, also when sending failed."""
-        raise NotImplementedError
 
     def failed(self, exc: Exception, what: str = "turn") -> None:
         """`what` broke with `exc`: a turn (its client gets a plain error) or the summary."""
@@ -68,16 +70,13 @@ class TurnPorts:
     def learn(self, plan: Learning) -> None:
         """What the turn just finished teaches (reflection, playbook distillation)."""
 
-    # Whether `summarize` is offered: without it, the history is never folded.
-    summarizes = False
+    # The rolling summary with new messages folded in (summary, messages) -> summary; a side
+    # without one (None) never folds the history.
+    summarize: Callable[[str, list[dict[str, str]]], Awaitable[str]] | None = None
 
-    async def summarize(self, summary: str, messages: list[dict[str, str]]) -> str:
-        """The rolling summary with `messages` folded in."""
-        raise NotImplementedError
-
+    @abstractmethod
     def pins(self) -> tuple[Callable[[], Awaitable[int]], PinCheck]:
         """Whose conversation this is, and whether a PIN is that person's."""
-        raise NotImplementedError
 
     def touch(self) -> None:
         """The conversation was used now (its idle clock starts again)."""
@@ -153,12 +152,13 @@ class TurnEngine:
             await self.ports.notify(item)
         channel = self.core.conversation.channel if self.core.conversation else None
         self.ports.learn(self.learning.after_turn(turn.exchange, turn.background, turn.cancelled, channel))
-        if self.ports.summarizes and self.core.to_fold() and (self.summarizing is None or self.summarizing.done()):
+        if self.ports.summarize is not None and self.core.to_fold() and (self.summarizing is None or self.summarizing.done()):
             self.summarizing = spawn(self._summarize(), self.tasks)
 
     async def _summarize(self) -> None:
         """Fold what left the verbatim window into the rolling summary, in the background."""
         try:
+            assert self.ports.summarize is not None
             await turns.fold_summary(self.core, self.ports.summarize)
         except Exception as exc:  # noqa: BLE001 - background boundary: folded again after the next turn
             self.ports.failed(exc, "summary")

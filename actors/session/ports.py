@@ -59,7 +59,6 @@ class ActorPorts(TurnPorts):
     # Learning work kept beside the conversation (the actor's idle exit waits for it).
     background: Callable[[Awaitable[Any], str], None]
     memory: bool
-    summarizes = True
 
     async def prepare(self, core: SessionCore, turn: TurnLog, message: str,
                       options: TurnOptions) -> tuple[TurnRequest, int]:
@@ -111,7 +110,7 @@ class ActorPorts(TurnPorts):
         if plan.distill is not None:
             self.background(self.agent.distill.remote(plan.distill, self.session_id), "playbook")
 
-    async def summarize(self, summary: str, messages: list[dict[str, str]]) -> str:
+    async def summarize(self, summary: str, messages: list[dict[str, str]]) -> str:  # type: ignore[override]
         return await self.agent.summarize.remote(summary, messages)
 
     def pins(self) -> tuple[Callable[[], Awaitable[int]], PinCheck]:
