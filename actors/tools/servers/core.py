@@ -122,8 +122,8 @@ def _add_months(value: dt.date | dt.datetime, months: int) -> dt.date | dt.datet
 
 
 def date_add_text(date: str, zone: ZoneInfo, days: int = 0, weeks: int = 0, months: int = 0,
-                  hours: int = 0, minutes: int = 0) -> str:
-    start = parse_moment(date, zone)
+                  hours: int = 0, minutes: int = 0, now: dt.datetime | None = None) -> str:
+    start = parse_moment(date, zone, now)
     span_days = abs(days) + abs(weeks) * 7 + abs(months) * 31 + (abs(hours) + abs(minutes) // 60) // 24
     if span_days > _MAX_SPAN_DAYS or abs(months) > 12 * 200:
         raise ToolError("that span is too large (limit 200 years)")
@@ -145,8 +145,9 @@ def _count(value: float, unit: str) -> str:
 
 
 def date_diff_text(start: str, end: str, zone: ZoneInfo,
-                   unit: Literal["days", "weeks", "hours"] = "days") -> str:
-    a, b = parse_moment(start, zone), parse_moment(end, zone)
+                   unit: Literal["days", "weeks", "hours"] = "days", now: dt.datetime | None = None) -> str:
+    now = now or dt.datetime.now(zone)
+    a, b = parse_moment(start, zone, now), parse_moment(end, zone, now)
     if isinstance(a, dt.datetime) or isinstance(b, dt.datetime):
         a_dt = a if isinstance(a, dt.datetime) else dt.datetime.combine(a, dt.time(0, 0), tzinfo=zone)
         b_dt = b if isinstance(b, dt.datetime) else dt.datetime.combine(b, dt.time(0, 0), tzinfo=zone)
