@@ -9,7 +9,7 @@ EMBED_WEIGHTS_VERSION := 1.1.0
 STT_WEIGHTS_VERSION := 0.1.0
 TTS_VOICE_VERSION := 1.0.0
 
-.PHONY: serve test test-fast install install-test chromium bench clean
+.PHONY: serve test test-fast install install-test chromium dovecot bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ $(VENV)/.installed-test: $(STAMP) pyproject.toml
 
 install: $(STAMP)
 
-install-test: $(VENV)/.installed-test chromium $(VENV)/.local-model
+install-test: $(VENV)/.installed-test chromium dovecot $(VENV)/.local-model
 
 # The local language model for the tests: llama-cpp-python compiled once (~4 min on 2 cores; the
 # wheel is kept in IRIIS_HOME/wheels and pip's cache), SmolLM2 and the default Qwen GGUF joined and
@@ -52,6 +52,14 @@ chromium:
 	  echo "installing Debian's chromium for the page tests"; \
 	  if [ "$$(id -u)" = 0 ]; then (apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null); \
 	  else (sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null); fi; }
+
+# Debian's Dovecot, the real IMAP server the mail tests start on a private port (never as a
+# system service: the tests run their own instance from a config in a temporary folder).
+dovecot:
+	@command -v dovecot >/dev/null 2>&1 || [ -x /usr/sbin/dovecot ] || { \
+	  echo "installing Debian's dovecot-imapd for the mail tests"; \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq dovecot-imapd >/dev/null); \
+	  else (sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq dovecot-imapd >/dev/null); fi; }
 
 serve: $(STAMP)
 	$(BIN)/iriis serve

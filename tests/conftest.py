@@ -22,6 +22,7 @@ from tests.grouping import (  # noqa: F401 (the two hooks are found by name)
     pytest_collection_modifyitems,
     pytest_runtest_teardown,
 )
+from tests.accounts import OwnerAccounts, shipped_entries
 from tests.scripted_openai import ScriptedOpenAI
 from tests.server_proc import FAST, STARTS_LOG, count_start
 
@@ -164,14 +165,27 @@ servers:
 
 
 @pytest.fixture(scope="session")
-async def server(scripted: ScriptedOpenAI, pg_url: str, tmp_path_factory: pytest.TempPathFactory):
-    """The real `iriis serve` on PostgreSQL, talking to the scripted model over HTTP."""
+def accounts() -> Iterator[OwnerAccounts]:
+    """The owner's mail (Dovecot + an SMTP server) and calendar (Radicale) for the shared server."""
+    found = OwnerAccounts()
+    try:
+        yield found.start()
+    finally:
+        found.close()
+
+
+@pytest.fixture(scope="session")
+async def server(scripted: ScriptedOpenAI, pg_url: str, accounts: OwnerAccounts,
+                 tmp_path_factory: pytest.TempPathFactory):
+    """The real `iriis serve` on PostgreSQL, talking to the scripted model over HTTP, with the
+    owner's mail and calendar accounts connected."""
     from tests.server_proc import ServerProcess, set_pin
 
     home = tmp_path_factory.mktemp("home-pg")
     mcp = home / "mcp.yaml"
-    mcp.write_text(TEST_MCP_YAML)
+    mcp.write_text(TEST_MCP_YAML + shipped_entries() + "\n")
     proc = ServerProcess(home, {
+        **accounts.env(),
         "IRIIS_MCP_CONFIG": str(mcp),
         "DATABASE_URL": pg_url,
         "OPENAI_BASE_URL": scripted.base_url,

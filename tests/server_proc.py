@@ -176,6 +176,19 @@ def end_session(sid: int) -> None:
         time.sleep(0.05)
 
 
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as a service manager would, up to 15 s; then its whole session is ended."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            pass
+    end_session(proc.pid)
+    if proc.poll() is None:
+        proc.wait(10)
+
+
 def scripted_env(home: Path, base_url: str, owner_key: str, mcp_yaml: str, **extra: str) -> dict[str, str]:
     """The environment of a test server on SQLite in `home`, whose chat and learning models are
     the scripted server at `base_url`, with `mcp_yaml` as its tool configuration."""

@@ -218,11 +218,17 @@ def test_a_sloppy_decision_is_read_leniently() -> None:
 async def _every_configured_tool() -> dict[str, ToolSpec]:
     """Every tool of every server in mcp.yaml (listed in-process), the built-ins, and a
     device that offers to send: what a hub listing could ever hold."""
-    from actors.tools.servers import core, files, memory, relay, selfinfo, studio, web
+    from actors.tools.servers import calendar, core, files, mail, memory, relay, selfinfo, studio, web
 
     servers = {"core": core.create_server({}), "memory": memory.mcp, "files": files.mcp, "studio": studio.mcp,
                "relay": relay.mcp, "self": selfinfo.create_server({}),
-               "web": web.create_server({"IRIIS_SEARCH_URL": "http://search.invalid", "IRIIS_SEARCH_KEY": "k"})}
+               "web": web.create_server({"IRIIS_SEARCH_URL": "http://search.invalid", "IRIIS_SEARCH_KEY": "k"}),
+               # The owner's accounts, configured (nothing is dialled to list their tools).
+               "mail": mail.create_server({"IRIIS_MAIL_IMAP_HOST": "imap.example.org",
+                                           "IRIIS_MAIL_SMTP_HOST": "smtp.example.org",
+                                           "IRIIS_MAIL_USER": "me@example.org", "IRIIS_MAIL_PASSWORD": "p"}),
+               "calendar": calendar.create_server({"IRIIS_CALDAV_URL": "https://dav.example.org/",
+                                                   "IRIIS_CALDAV_USER": "me", "IRIIS_CALDAV_PASSWORD": "p"})}
     specs: dict[str, ToolSpec] = {}
     for server, mcp in servers.items():
         for tool in await mcp.list_tools():
@@ -241,7 +247,8 @@ async def test_every_tool_the_loop_can_reach_addresses_only_the_owner(tmp_path: 
     everything = {**{n: s.model_copy(update={"source": "builtin"}) for n, s in builtin.specs.items()}, **listing}
     # The tripwire sees the dangerous ones in what the hub could list...
     dangerous = {n for n, s in everything.items() if could_contact_others(s)}
-    assert {"post", "put", "host", "join", "notify_owner", "run_shell", "phone__send_sms"} <= dangerous
+    assert {"post", "put", "host", "join", "notify_owner", "run_shell", "phone__send_sms", "send_mail",
+            "draft_mail", "invite"} <= dangerous
 
     async def hub_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return {"text": f"ran {name}"}

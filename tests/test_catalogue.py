@@ -28,7 +28,7 @@ ECHO = SERVERS / "echo_server.py"
 HTTP = SERVERS / "http_server.py"
 HTTP_TOKEN = "remote-test-token-5f2a9c"
 WAIT = 30.0  # generous: a cold Python with the SDK takes a second or two to start
-ECHO_TOOLS = {"echo", "add", "fail", "run", "slow", "pid", "exit_now"}
+ECHO_TOOLS = {"echo", "add", "fail", "run", "slow", "pid", "saved", "exit_now"}
 
 MakeCatalogue = Callable[..., Catalogue]
 
@@ -142,6 +142,17 @@ async def test_stdio_tools_are_listed_and_called(make_catalogue: MakeCatalogue) 
     assert status_of(cat, "echo") == ServerStatus(name="echo", state="on", tools=len(ECHO_TOOLS))
     assert cat.server_of("add") == "echo"
     assert cat.keywords() == {"echo": []}
+
+
+async def test_file_ids_are_taken_only_from_a_trusted_server_or_one_that_saves_its_own(
+        make_catalogue: MakeCatalogue) -> None:
+    cat = make_catalogue({"stranger": echo_server("stranger"), "mail": echo_server("mail", reports_files=True),
+                          "studio": echo_server("studio", trusted=True)})
+    await cat.start()
+    # A server of someone else's cannot make one of the owner's files appear as its result.
+    assert (await cat.call("saved", {"file_id": 7})).files == []
+    assert (await cat.call("mail__saved", {"file_id": 7})).files == [7]
+    assert (await cat.call("studio__saved", {"file_id": 7})).files == [7]
 
 
 async def test_tool_errors_timeouts_and_unknown_tools(make_catalogue: MakeCatalogue) -> None:

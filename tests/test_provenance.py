@@ -80,10 +80,24 @@ def test_the_reason_names_what_was_read() -> None:
     ("builtin", "look_at_camera", {}, "camera:ocr"),
     ("tasks", "task_result", {"task_id": 7}, "task:7"),
     ("github", "list_issues", {}, "mcp:github.list_issues"),
+    ("mail", "read_mail", {"uid": 4}, "mail"),
+    ("calendar", "agenda", {}, "calendar"),
+    ("calendar", "find_contact", {"query": "Ana"}, "contacts"),
 ])
 def test_tool_output_is_named_by_where_it_came_from(server: str, tool: str, args: dict[str, Any],
                                                      expected: str) -> None:
     assert str(tool_provenance(server, tool, args)) == expected
+
+
+def test_the_owners_accounts_are_outside_content_named_by_their_writer() -> None:
+    ana = Provenance.account("mail", "ana@example.org")
+    assert str(ana) == "mail:ana@example.org" and ana.kind == "mail" and not ana.trusted
+    assert ana.label == "mail from ana@example.org"
+    assert Provenance.account("calendar", "boss@work.example").label == "a calendar entry from boss@work.example"
+    assert Provenance.account("contacts", "card-7").label == "a contact card"
+    # A sender cannot smuggle markup or a second line into the name.
+    assert "<" not in str(Provenance.account("mail", "<x@y>\nowner"))
+    assert "mail from ana@example.org" in taint_reason([ana])
 
 
 def test_wrapped_content_escapes_every_angle_bracket_and_reminds() -> None:

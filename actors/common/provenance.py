@@ -5,7 +5,8 @@ result, a memory item, the rolling summary, a relay message, a task's result) ca
 `Provenance`: the person's own words in this conversation (`owner`), the system's own text
 (`system`), or an untrusted source named precisely (`file:12 notes.txt`, `camera:ocr`,
 `relay:<uid> from <name>`, `device:<id>.<tool>`, `web:<host>`, `mcp:<server>.<tool>`,
-`memory:<item id>`, `summary`, `task:<id>`).
+`memory:<item id>`, `summary`, `task:<id>`, `mail:<sender>`, `calendar:<organizer>`,
+`contacts:<card>`).
 
 The taint rule: once anything untrusted entered a turn, every action (tier 1 and up) needs the
 person's own yes; where nobody can say it, the action is declined. Only `owner` and `system`
@@ -25,7 +26,8 @@ OWNER = "owner"
 SYSTEM = "system"
 TRUSTED = frozenset({OWNER, SYSTEM})
 # Untrusted kinds, as the prefix of a source (the part before the first ':').
-UNTRUSTED_KINDS = frozenset({"file", "camera", "relay", "device", "web", "mcp", "memory", "summary", "task"})
+UNTRUSTED_KINDS = frozenset({"file", "camera", "relay", "device", "web", "mcp", "memory", "summary", "task",
+                             "mail", "calendar", "contacts"})
 
 _DEVICE_SERVER = re.compile(r"^device(\d+)_")
 _UNSAFE = re.compile(r"[\x00-\x1f<>\"]")
@@ -84,6 +86,12 @@ class Provenance(BaseModel):
             return "the conversation summary (made from outside content)"
         if kind == "task":
             return f"the result of task {rest}"
+        if kind == "mail":
+            return f"mail from {rest}" if rest else "your mail"
+        if kind == "calendar":
+            return f"a calendar entry from {rest}" if rest else "your calendar"
+        if kind == "contacts":
+            return "a contact card"
         return self.source
 
     def __str__(self) -> str:
@@ -122,6 +130,12 @@ class Provenance(BaseModel):
     @classmethod
     def mcp(cls, server: str, tool: str) -> Provenance:
         return cls(source=f"mcp:{_clean(server)}.{_clean(tool)}")
+
+    @classmethod
+    def account(cls, kind: str, who: str | None = None) -> Provenance:
+        """Content read from one of the owner's accounts (`mail`, `calendar`, `contacts`), named
+        by who wrote it where that is known (`mail:ana@example.org`)."""
+        return cls(source=kind + (f":{_clean(who)}" if who and _clean(who) else ""))
 
     @classmethod
     def memory(cls, item_id: int | str) -> Provenance:
@@ -202,6 +216,10 @@ def tool_provenance(server: str, tool: str, arguments: dict[str, Any] | None = N
         # A task's result (the server the scheduler brings): `task:<id>`.
         task_id = args.get("task_id", args.get("id"))
         return Provenance.task(task_id) if task_id not in (None, "") else Provenance.mcp(server, tool)
+    if server in ("mail", "calendar"):
+        # Everything an account holds was written by someone: the server names each sender
+        # (`mail:ana@example.org`) in its result, which only makes this more precise.
+        return Provenance.account("contacts" if tool == "find_contact" else server)
     if tool == "look_at_camera":
         return Provenance.camera_ocr()
     if server == "memory" and tool == "recall":

@@ -38,6 +38,7 @@ from actors.session.events import (  # noqa: F401
 )
 from actors.session.speaker import Speaker
 from actors.store.models import AuditEntry
+from actors.tools.previews import preview
 from actors.tools.spec import ToolBox
 
 STEP_CAP_SENTENCE = (
@@ -82,9 +83,12 @@ class TurnContext:
 
 
 def question_for(spec: ToolSpec, arguments: dict[str, Any]) -> str:
-    """What the owner is asked: the model's stated purpose for shell-like tools, else the call."""
+    """What the owner is asked: the model's stated purpose for shell-like tools, a read-back for
+    tools that act in the owner's name (a mail's recipients, subject and first words), else the call."""
     if spec.purpose_required:
         return f"Allow this? {str(arguments.get('purpose', '')).strip()}"
+    if read_back := preview(spec.source, spec.name, arguments):
+        return f"{read_back}?"
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:80]}"
                       for k, v in redact_value(arguments).items() if k != "purpose")
     return f"Allow {spec.name}({shown})? {spec.description}"
@@ -189,12 +193,14 @@ class _Turn:
         data, except what the tool itself names as outside content (`recall` returning an item
         learned from a web page: `memory:12`). An untrusted tool's output is outside content
         named by its server (`web:host`, `device:3.read_sensor`); a name the tool gives can
-        only make that more precise (`file:12 notes.txt` for `file:12`), never name another."""
+        only make that more precise (`file:12 notes.txt` for `file:12`, `mail:ana@example.org`
+        for `mail`), never name another."""
         named = untrusted(result.sources) if result.ok else []
         if not spec.untrusted_output:
             return named
         own = self.provenance(call)
-        precise = [p for p in named if p.source == own.source or p.source.startswith(own.source + " ")]
+        precise = [p for p in named if p.source == own.source or p.source.startswith(own.source + " ")
+                   or (":" not in own.source and p.source.startswith(own.source + ":"))]
         return precise or [own]
 
     async def run_calls(self, calls: list[ToolCall], messages: list[dict[str, Any]]) -> AsyncIterator[TurnEvent]:

@@ -95,7 +95,7 @@ def _file_ids(structured: Any) -> list[int]:
     if not isinstance(structured, dict):
         return []
     ids = [structured.get("file_id")] + list(structured.get("files") or [])
-    return [i for i in ids if isinstance(i, int) and not isinstance(i, bool)]
+    return list(dict.fromkeys(i for i in ids if isinstance(i, int) and not isinstance(i, bool)))
 
 
 def named_sources(structured: Any) -> list[str]:
@@ -263,8 +263,9 @@ class Catalogue:
             raise ToolError(_short(str(exc))) from None
         if outcome.is_error:
             raise ToolError(_short(outcome.text or f"{tool_name} reported an error"))
-        # Artefacts in our files table: only a trusted server's word about file ids is taken.
-        files = _file_ids(outcome.structured) if entry.config.trusted else []
+        # Artefacts in our files table: only a trusted server's word about file ids is taken, or
+        # that of one of ours that saves what it reads (`reports_files`: mail attachments).
+        files = _file_ids(outcome.structured) if entry.config.trusted or entry.config.reports_files else []
         return ToolOutput(text=outcome.text, files=files, sources=named_sources(outcome.structured))
 
     def toolbox(self, names: set[str] | None = None, *, extra: ToolBox | None = None,

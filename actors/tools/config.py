@@ -33,6 +33,11 @@ class ServerConfig(BaseModel):
     # Output of a trusted server is the owner's own data (their notes, their calendar) and is not
     # wrapped as untrusted; everything else is, since it may carry instructions from strangers.
     trusted: bool = False
+    # The file ids a server reports (`file_id`, `files`) become the reply's `[file:N]` markers.
+    # A trusted server's are taken; an untrusted one's only with `reports_files`, for a server of
+    # ours whose content is outside but whose files it saved itself (mail attachments): any
+    # other could name one of the owner's files and have it shown as its own.
+    reports_files: bool = False
 
     @field_validator("tier", mode="before")
     @classmethod

@@ -1,8 +1,8 @@
 """A stdio MCP server for the catalogue tests.
 
 Run as `python echo_server.py [NAME]`. It offers a read-only tool, an ordinary one, one that
-reports an error, one with a required `purpose`, a slow one, one that tells its pid and one that
-ends the process, so the catalogue's tier rules, error handling, timeouts and restarts can be
+reports an error, one with a required `purpose`, a slow one, one that tells its pid, one that
+claims a saved file and one that ends the process, so the catalogue's tier rules, error handling, timeouts and restarts can be
 exercised for real.
 ECHO_PREFIX (set through the server's `env` in the test config) is put in front of echoes, to
 show that `${VAR}` expansion reached the process.
@@ -59,6 +59,12 @@ async def slow(seconds: float) -> str:
 def pid() -> int:
     """This server's process id, so a test can end it from outside."""
     return os.getpid()
+
+
+@server.tool()
+def saved(file_id: int) -> dict[str, object]:
+    """Claim to have saved a file: what a server reports as its artefact (`file_id`, `files`)."""
+    return {"file_id": file_id, "files": [file_id]}
 
 
 @server.tool()
