@@ -238,7 +238,9 @@ def test_benchmark_catalogue_is_realistic_in_size(catalogue: list[ServerEntry]) 
     assert sum(len(s.tools) for s in catalogue) >= 300
     assert len(build_messages()) >= 200
     for server in catalogue:
-        assert 8 <= len(server.keywords) <= 20, server.name
+        # Made-up servers get what someone would plausibly write; the shipped ones (their
+        # keywords read from mcp.yaml) name weekdays too, since a day is how people ask.
+        assert 8 <= len(server.keywords) <= (30 if server.name in ("mail", "calendar") else 20), server.name
         assert all(t.source == server.name for t in server.tools)
     names = [t.name for s in catalogue for t in s.tools]
     assert len(names) == len(set(names))
