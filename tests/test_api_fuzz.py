@@ -57,6 +57,7 @@ LEFT_OUT = {
     "DELETE /v1/admin/devices/{device_id}": "revokes devices",
     "DELETE /v1/me/devices/{device_id}": "revokes devices",
     "PUT /v1/me/devices/{device_id}/skills/{skill}": "switches devices' skills off",
+    "PUT /v1/tools/{name}": "switches the owner's accounts (tool servers) off",
     "POST /v1/calls/{call_id}/answer": "answers other tests' calls (and opens their conversations)",
     "POST /v1/calls/{call_id}/decline": "declines other tests' calls",
     "POST /v1/calls/{call_id}/cancel": "cancels other tests' calls",

@@ -11,7 +11,7 @@ from mcp import Client, StdioServerParameters
 from actors.memory.repository import get_item, list_events, remember
 from actors.store.migrate import migrate
 from actors.store.store import Store
-from actors.tools.catalogue import named_sources
+from actors.tools.mcp.outcomes import named_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
@@ -31,8 +32,8 @@ from pydantic import BaseModel
 from actors.common.changes import ChangeStamp
 from actors.common.toolspec import Handler, ToolError, ToolOutput, ToolSpec
 from actors.tools.config import McpConfig, RestartPolicy
-from actors.tools.mcp.outcomes import McpCallError, McpTimeout, McpUnavailable
-from actors.tools.mcp.supervisor import CloudServer, ConnectionFactory, ServerState, Sleep, Supervisor
+from actors.tools.mcp.outcomes import McpCallError, McpTimeout, McpUnavailable, file_ids, named_sources
+from actors.tools.mcp.supervisor import CloudServer, ConnectionFactory, ServerState, Sleep, Supervisor, cloud_server
 from actors.tools.spec import ToolBox
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ BUILTIN = "builtin"
 PREFIX_SEPARATOR = "__"
 # Error text goes to the model uncapped by ToolBox.execute, so keep it to a paragraph.
 _MAX_ERROR_CHARS = 2000
+# A server's last error as its status shows it: a sentence or two.
+MAX_LAST_ERROR_CHARS = 300
 
 
 class ServerStatus(BaseModel):
@@ -55,6 +58,11 @@ class ServerStatus(BaseModel):
     side: Side = "cloud"
     # Restart attempts since the catalogue started (not counting the first start).
     restarts: int = 0
+    enabled: bool = True  # False once the owner switched it off
+    # Since the catalogue started: when a tool call on it last succeeded (epoch seconds), and
+    # the last call's error (None when it succeeded).
+    last_ok: float | None = None
+    last_error: str | None = None
 
 
 class ToolProvider(Protocol):
@@ -87,33 +95,8 @@ class _Route:
     provider: ToolProvider | None  # None: the mcp.yaml connection runs it
 
 
-MAX_NAMED_SOURCES = 20
-
-
-def _file_ids(structured: Any) -> list[int]:
-    """File handles a tool reported in its structured result (`file_id` or `files`)."""
-    if not isinstance(structured, dict):
-        return []
-    ids = [structured.get("file_id")] + list(structured.get("files") or [])
-    return list(dict.fromkeys(i for i in ids if isinstance(i, int) and not isinstance(i, bool)))
-
-
-def named_sources(structured: Any) -> list[str]:
-    """Sources a tool named in its structured result: a top-level `sources` list, or a `source`
-    on each item of a list result (`{"result": [{..., "source": "memory:12"}]}`). A name can
-    only add taint: the loop keeps the untrusted ones and, for a server that is not trusted,
-    only those of the kind its own provenance already has."""
-    if not isinstance(structured, dict):
-        return []
-    items = structured.get("result")
-    named = list(structured.get("sources") or [])
-    if isinstance(items, list):
-        named += [i.get("source") for i in items if isinstance(i, dict)]
-    return [s[:160] for s in named if isinstance(s, str) and s.strip()][:MAX_NAMED_SOURCES]
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + " …"
+def _short(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def _unavailable(tool: str) -> ToolError:
@@ -126,15 +109,20 @@ class Catalogue:
 
     Construct, `await start()` (returns once every enabled server has connected or failed once,
     at most about `connect_timeout` seconds), use `specs()` / `call()` / `toolbox()`, and
-    `await close()` on shutdown to stop every server process and background task.
+    `await close()` on shutdown to stop every server process and background task. `switch()`
+    turns a server off and on at run time (before `start()` too: it then stays off).
     """
 
     def __init__(self, config: McpConfig, environ: Mapping[str, str] | None = None, *,
                  restart: RestartPolicy | None = None, connect_timeout: float = 30.0,
                  reserved: Iterable[str] = (), connection_factory: ConnectionFactory | None = None,
-                 sleep: Sleep | None = None) -> None:
+                 sleep: Sleep | None = None, clock: Callable[[], float] = time.time) -> None:
         self._environ: Mapping[str, str] = os.environ if environ is None else environ
         self._reserved = frozenset(reserved)
+        self._clock = clock
+        self._last_ok: dict[str, float] = {}
+        self._last_error: dict[str, str] = {}
+        self._switching = asyncio.Lock()
         self._supervisor = Supervisor(self._environ, restart or config.restart, connect_timeout,
                                       connection_factory, sleep, on_change=self._notify)
         self._providers: list[ToolProvider] = []
@@ -142,17 +130,8 @@ class Catalogue:
         # Bumped whenever what is on offer may have changed (ToolHub.listing_changed parks on it).
         self.stamp = ChangeStamp()
         self._started = False
-        self._cloud: dict[str, CloudServer] = {}
-        for name, server in config.servers.items():
-            if name == BUILTIN:
-                continue
-            entry = CloudServer(name=name, config=server)
-            missing = [var for var in server.requires_env if not self._environ.get(var, "").strip()]
-            if missing:
-                entry.state = "off"
-                entry.reason = "missing environment variable" + ("s" if len(missing) > 1 else "") + \
-                    ": " + ", ".join(missing)
-            self._cloud[name] = entry
+        self._cloud: dict[str, CloudServer] = {name: cloud_server(name, server, self._environ)
+                                               for name, server in config.servers.items() if name != BUILTIN}
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -162,7 +141,7 @@ class Catalogue:
         self._started = True
         for entry in self._cloud.values():
             if entry.state != "off":
-                entry.task = asyncio.create_task(self._supervisor.supervise(entry), name=f"mcp-supervisor:{entry.name}")
+                self._supervisor.launch(entry)
         # Only each server's first attempt is awaited; one that fails is retried in the background.
         await asyncio.gather(*(e.first_attempt.wait() for e in self._cloud.values() if e.task))
 
@@ -179,6 +158,18 @@ class Catalogue:
             entry.conn = None
             if entry.state != "off":
                 self._supervisor.set_state(entry, "down", "the catalogue is closed")
+
+    def servers(self) -> list[str]:
+        """The mcp.yaml servers (the names `switch` takes), in their order."""
+        return list(self._cloud)
+
+    async def switch(self, name: str, enabled: bool) -> ServerStatus:
+        """The owner's switch on an mcp.yaml server (KeyError for another name): off, its tools
+        leave `specs()` at once and its process ends; on, it starts again ("starting" until
+        connected). Before `start()`, a server switched off is simply not started."""
+        async with self._switching:
+            await self._supervisor.switch(self._cloud[name], enabled, self._started)
+        return next(s for s in self.status() if s.name == name)
 
     def add_provider(self, provider: ToolProvider) -> None:
         self._providers.append(provider)
@@ -236,15 +227,33 @@ class Catalogue:
             else:
                 away = ", ".join(p.name for p in self._providers if name in p.servers())
                 out.append(ServerStatus(name=name, state="down", reason=f"offline: {away}", side="device"))
+        for status in out:
+            entry = self._cloud.get(status.name)
+            status.enabled = not (entry and entry.switched_off)
+            status.last_ok, status.last_error = self._last_ok.get(status.name), self._last_error.get(status.name)
         return out
 
     async def call(self, tool_name: str, arguments: dict[str, Any], timeout: float = 60.0) -> ToolOutput:
         """Run a tool by its exposed name. Every failure is a ToolError with a message the model
-        can act on: unknown tool, server unavailable, the tool's own error, or a timeout."""
+        can act on: unknown tool, server unavailable, the tool's own error, or a timeout. Its
+        server's status keeps when a call last succeeded and what the last one's error was."""
         route = self._view().get(tool_name)
         if route is None:
             raise ToolError(f"there is no tool named {tool_name!r}")
+        try:
+            out = await self._run(route, tool_name, arguments, timeout)
+        except ToolError as exc:
+            self._last_error[route.server] = _short(str(exc), MAX_LAST_ERROR_CHARS)
+            raise
+        self._last_ok[route.server] = self._clock()
+        self._last_error.pop(route.server, None)
+        return out
+
+    async def _run(self, route: _Route, tool_name: str, arguments: dict[str, Any], timeout: float) -> ToolOutput:
         if not route.visible:
+            if route.provider is None and self._cloud[route.server].switched_off:
+                raise ToolError(f"{tool_name} is off: the owner switched its server ({route.server}) off. "
+                                "Carry on without it, or tell the owner it is needed.")
             raise _unavailable(tool_name)
         if route.provider is not None:
             return await self._call_provider(route, tool_name, arguments, timeout)
@@ -265,7 +274,7 @@ class Catalogue:
             raise ToolError(_short(outcome.text or f"{tool_name} reported an error"))
         # Artefacts in our files table: only a trusted server's word about file ids is taken, or
         # that of one of ours that saves what it reads (`reports_files`: mail attachments).
-        files = _file_ids(outcome.structured) if entry.config.trusted or entry.config.reports_files else []
+        files = file_ids(outcome.structured) if entry.config.trusted or entry.config.reports_files else []
         return ToolOutput(text=outcome.text, files=files, sources=named_sources(outcome.structured))
 
     def toolbox(self, names: set[str] | None = None, *, extra: ToolBox | None = None,

@@ -4,6 +4,10 @@ connections, restarts) so every AgentLoop replica shares one set of servers.
 A thin shell over Catalogue; restarted by Ray if it dies, and it starts its servers again and
 asks every connected device to offer its tools again (their DeviceActors hold the hellos).
 Callers (the AgentLoop) retry a call that met the death once.
+
+The owner's switch (`switch`, PUT /v1/tools/{name}) is kept in the store's kv table
+(`SWITCHED_OFF_KV`, the names switched off) and applied before the servers start, so a server
+switched off stays off across restarts of the hub and of the whole system.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from typing import Any, TYPE_CHECKING
 
 import ray
 from ray.exceptions import RayActorError
+from sqlalchemy.exc import SQLAlchemyError
 
 from actors.devices import provider as device_provider
 from actors.common.names import NAMESPACE, TOOL_HUB
 from actors.logmask import install_log_masking
+from actors.store.store import Store
 from actors.tools.catalogue import Catalogue
 from actors.tools.config import McpConfig
 from actors.common.toolspec import ToolError, ToolSpec
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 HUB_NAME = TOOL_HUB
+SWITCHED_OFF_KV = "tools.switched_off"
 
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
@@ -36,6 +43,10 @@ class ToolHub:
         install_log_masking()
         self.catalogue = Catalogue(McpConfig.model_validate(mcp), environ, reserved=set(reserved))
         self._start: asyncio.Task[None] | None = None
+        # Where the owner's switches are kept (none without a database: a test's bare hub).
+        url = (environ.get("IRIIS_DATABASE_URL") or "").strip()
+        self._store = Store.open(url, pool_size=1, max_overflow=1) if url else None
+        self._switching = asyncio.Lock()
         self.devices: dict[int, device_provider.DeviceProvider] = {}
         # After a restart: recovery is queued behind this constructor, and the first status
         # read starts it too, should that queued call be lost in the restart.
@@ -70,11 +81,48 @@ class ToolHub:
         return os.getpid()
 
     async def ready(self) -> list[dict[str, Any]]:
-        """Start every server once (each one's first attempt); returns their status."""
+        """Start every server once (each one's first attempt) but those the owner switched off;
+        returns their status."""
         if self._start is None:
-            self._start = asyncio.get_running_loop().create_task(self.catalogue.start())
+            self._start = asyncio.get_running_loop().create_task(self._begin())
         await asyncio.shield(self._start)
         return self._status()
+
+    async def _begin(self) -> None:
+        known = set(self.catalogue.servers())
+        for name in await self._switched_off():
+            if name in known:  # one since taken out of mcp.yaml stays in the list, in case it returns
+                await self.catalogue.switch(name, False)
+        await self.catalogue.start()
+
+    async def switch(self, name: str, enabled: bool) -> dict[str, Any] | None:
+        """The owner's switch on an mcp.yaml server: kept in the store first, then applied (off:
+        its tools leave every listing at once and its process stops; on: it starts again).
+        Returns the server's status, or None for a name mcp.yaml does not have."""
+        await self.ready()
+        if name not in self.catalogue.servers():
+            return None
+        async with self._switching:
+            if self._store is not None:
+                off = set(await self._switched_off(strict=True))
+                await self._store.set_kv(SWITCHED_OFF_KV, sorted(off | {name} if not enabled else off - {name}))
+            status = await self.catalogue.switch(name, enabled)
+        log.info("tool server %s switched %s by the owner", name, "on" if enabled else "off")
+        return status.model_dump()
+
+    async def _switched_off(self, strict: bool = False) -> list[str]:
+        """The names the owner switched off, as stored. At start-up a store that cannot be read
+        starts every server (said in the log); `strict` raises instead."""
+        if self._store is None:
+            return []
+        try:
+            names = await self._store.get_kv(SWITCHED_OFF_KV, [])
+        except (SQLAlchemyError, OSError) as exc:
+            if strict:
+                raise
+            log.warning("the tool servers the owner switched off could not be read (%s): starting them all", exc)
+            return []
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     async def status(self) -> list[dict[str, Any]]:
         if self._reconstructed and self._recovery is None:
@@ -134,6 +182,8 @@ class ToolHub:
 
     async def close(self) -> None:
         await self.catalogue.close()
+        if self._store is not None:
+            await self._store.close()
 
 
 def tool_hub(mcp: McpConfig | None = None, environ: dict[str, str] | None = None,

@@ -14,6 +14,7 @@ from actors.devices.repository import Device
 from actors.memory.model import MindItem
 from actors.recent_errors import ErrorEntry
 from actors.store.models import AuditEntry, OutboxItem
+from actors.tools.catalogue import ServerStatus
 
 T = TypeVar("T")
 
@@ -178,8 +179,9 @@ class ProviderList(Page[ProviderPublic]):
     pass
 
 
-class ToolPublic(Open):
-    """A tool server: on, off (with the missing variable) or down."""
+class ToolPublic(ServerStatus, Open):
+    """A tool server: on, off (with the missing variable, or switched off by the owner), down
+    (with the error) or starting; when a call on it last succeeded and the last call's error."""
 
 
 class ToolList(Page[ToolPublic]):

@@ -1,14 +1,21 @@
 """The owner's views of the system: the audit log, the outbox, recent errors, providers'
-health, tool servers, the conversation actors' pool, and link previews fetched through the
-SSRF guard.
+health, tool servers (and the owner's switch on each), the conversation actors' pool, and link
+previews fetched through the SSRF guard.
 
 No `from __future__ import annotations`: FastAPI must see real types in the route signatures.
 """
 
-from fastapi import APIRouter
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel
+from ray.exceptions import RayActorError
 
 from actors.common.fetch import safe_fetch
 from actors.common.html import link_preview
+from actors.common.names import TOOL_HUB, find_actor_async
+from actors.common.restart import through_restart
 from actors.common.ssrf import FetchError, SsrfError
 from actors.recent_errors import error_log
 from actors.session.pool import registry
@@ -22,10 +29,33 @@ from serve_apps.http.models import (
     ProviderList,
     SessionPoolPublic,
     ToolList,
+    ToolPublic,
     page,
 )
 
 router = APIRouter()
+# What an mcp.yaml server's name can be in a path; anything else names no server (404).
+SERVER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _server_name(name: Annotated[str, Path(
+        description="A tool server's name as mcp.yaml spells it: 1 to 64 letters, digits, `_`, `.` or `-`.")]) -> str:
+    if not SERVER_NAME.match(name):
+        raise ApiError(404, "not_found", "No tool server has that name.")
+    return name
+
+
+# After the auth parameter, like `SessionId`: a caller without a key hears 401 first.
+ServerName = Annotated[str, Depends(_server_name)]
+
+
+class ToolSwitch(BaseModel):
+    enabled: bool
+
+
+def _tools_unavailable(why: str) -> ApiError:
+    return ApiError(503, "tools_unavailable", f"The tool servers are restarting ({why}): try again in a moment.",
+                    headers={"Retry-After": "5"})
 
 
 @router.get("/audit")
@@ -50,8 +80,28 @@ async def providers(_owner: Owner, gw: GatewayDep) -> ProviderList:
 
 @router.get("/tools")
 async def tools(_owner: Owner, gw: GatewayDep) -> ToolList:
-    """Every tool server: on, off (with the missing variable), down (restarting)."""
+    """Every tool server: on, off (with the missing variable, or switched off by the owner),
+    down (with the error; restarting) or starting, with its last successful call and last error."""
     return page(ToolList, await gw.agent.tools_status.remote())
+
+
+@router.put("/tools/{name}")
+async def switch_tool_server(_owner: Owner, name: ServerName, body: ToolSwitch) -> ToolPublic:
+    """The owner's switch on one of mcp.yaml's servers (a mail or calendar account, say).
+    Off: its process stops, its tools leave every turn's offer at once, and its state is "off"
+    ("switched off by the owner"). On: it starts again ("starting", then "on" or "down").
+    Kept in the store, so a restart keeps it; a server off for want of a variable stays off."""
+    hub = await find_actor_async(TOOL_HUB)
+    if hub is None:
+        raise _tools_unavailable("not running")
+    try:
+        status = await through_restart(lambda: hub.switch.remote(name, body.enabled))
+    except RayActorError as exc:
+        raise _tools_unavailable(type(exc).__name__) from None
+    if status is None:
+        raise ApiError(404, "not_found", f"No tool server named {name!r} can be switched: mcp.yaml's servers can, "
+                                         "the built-in tools cannot.")
+    return ToolPublic.model_validate(status)
 
 
 @router.get("/pool")

@@ -1,5 +1,6 @@
 // Settings: the owner's keys (by label and last use; add one, revoke any, no restart), the
-// action PIN, notifications on this device (Web Push), and what the server runs on.
+// action PIN, notifications on this device (Web Push), the owner's accounts and other tool
+// servers (each one's state, last use and last error, and a switch), and the chat models.
 
 import { api, auth, el, showError, when } from "./api.js";
 
@@ -159,25 +160,126 @@ function pushSection(root) {
   return refresh;
 }
 
+// ---- accounts: the tool servers of mcp.yaml, the owner's mail and calendar first ----
+const TITLES = { mail: "Mail", calendar: "Calendar and contacts", builtin: "Built-in tools" };
+const FIRST = ["mail", "calendar"];
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+const STEPS = [[60, "second"], [60, "minute"], [24, "hour"], [7, "day"], [4.35, "week"], [12, "month"], [Infinity, "year"]];
+
+// "5 minutes ago", "yesterday", "now": epoch seconds `ts` from `now`.
+export function ago(ts, now = Date.now() / 1000) {
+  let amount = Math.min(0, ts - now);
+  for (const [size, unit] of STEPS) {
+    if (Math.abs(amount) < size) return RELATIVE.format(Math.round(amount), unit);
+    amount /= size;
+  }
+  return RELATIVE.format(Math.round(amount), "year");
+}
+
+// A server's state in words: connected, off: why, down: the error, starting.
+export function stateWords(s) {
+  if (s.state === "on") return s.side === "device" ? "connected (through a device)" : "connected";
+  if (s.state === "off") return "off" + (s.reason ? `: ${s.reason}` : "");
+  if (s.state === "down") return "down" + (s.reason ? `: ${s.reason}` : "");
+  return "starting";
+}
+
+function titleOf(name) {
+  return TITLES[name] || name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+function ordered(servers) {
+  const rank = (s) => (FIRST.includes(s.name) ? FIRST.indexOf(s.name) : s.name === "builtin" ? FIRST.length + 2 : FIRST.length);
+  return [...servers].sort((a, b) => rank(a) - rank(b));
+}
+
+function accountRow(s, onSwitch) {
+  const li = el("li", "row account");
+  li.dataset.name = s.name;
+  li.dataset.state = s.state;
+  const main = el("div", "row-main");
+  const title = titleOf(s.name);
+  const state = el("span", "account-state");
+  state.id = `account-state-${s.name}`;
+  state.append(el("span", `pill state-${s.state}`, stateWords(s)));
+  const facts = [s.state === "on" ? `${s.tools} tool${s.tools === 1 ? "" : "s"}` : null,
+    s.name === "builtin" ? null : s.last_ok ? `last used ${ago(s.last_ok)}` : "not used since Iriis started"].filter(Boolean);
+  main.append(el("strong", null, title), state, el("span", "meta account-used", facts.join(" · ")));
+  // The MCP SDK's "Error executing tool x: " becomes "x: ".
+  if (s.last_error) main.append(el("span", "account-error", "Last error: " + s.last_error.replace(/^Error executing tool (\S+): /, "$1: ")));
+  li.append(main);
+  if (s.name === "builtin") {
+    li.append(el("span", "meta", "always on"));
+    return li;
+  }
+  // Checked while the owner wants it on; off for want of a setting, the switch cannot help.
+  const label = el("label", "switch");
+  const box = el("input");
+  box.type = "checkbox";
+  box.setAttribute("role", "switch");
+  box.setAttribute("aria-label", title);
+  box.setAttribute("aria-describedby", state.id);
+  box.checked = s.enabled !== false && s.state !== "off";
+  box.disabled = s.enabled !== false && s.state === "off";
+  const words = el("span", "switch-text", box.checked ? "On" : "Off");
+  box.addEventListener("change", () => {
+    words.textContent = box.checked ? "On" : "Off";
+    onSwitch(s.name, box.checked, box);
+  });
+  label.append(box, words);
+  li.append(label);
+  return li;
+}
+
+function accountsSection(root) {
+  const box = section(root, "Accounts");
+  const note = el("p", "meta", "Your mail and calendar, and the other tool servers the assistant can use. "
+    + "Switched off, one is stopped and its tools are not offered until you switch it on again.");
+  const list = el("ul", "rows accounts");
+  const error = el("p", "error-line");
+  error.hidden = true;
+  box.append(note, list, error);
+  let polling = null;
+  const draw = (servers) => {
+    list.replaceChildren(...ordered(servers).map((s) => accountRow(s, flip)));
+    if (!servers.length) list.append(el("li", "empty", "No tool servers."));
+  };
+  const refresh = async () => {
+    const body = await api("/v1/tools");
+    draw(body.data);
+    // One starting (just switched on) or down (being restarted) is looked at again shortly,
+    // while this page is on screen.
+    clearTimeout(polling);
+    const states = new Set(body.data.map((s) => s.state));
+    const every = states.has("starting") ? 1000 : states.has("down") ? 5000 : 0;
+    if (every && !root.hidden && !document.hidden) polling = setTimeout(() => refresh().catch(() => null), every);
+  };
+  async function flip(name, on, input) {
+    input.disabled = true;
+    showError(error, null);
+    try {
+      await api(`/v1/tools/${encodeURIComponent(name)}`, { method: "PUT", body: { enabled: on } });
+    } catch (err) {
+      input.checked = !on;
+      showError(error, new Error(`${titleOf(name)} could not be switched ${on ? "on" : "off"}: ${err.message}`));
+    }
+    await refresh().catch((err) => { input.disabled = false; showError(error, err); });
+  }
+  return refresh;
+}
+
 function serverSection(root) {
   const box = section(root, "What this server runs");
   const body = el("div");
   box.append(body);
   return async () => {
-    const [providers, tools] = await Promise.all([api("/v1/providers").catch(() => null), api("/v1/tools").catch(() => null)]);
+    const providers = await api("/v1/providers").catch(() => null);
     body.replaceChildren();
     const models = ((providers && providers.data) || []).map((p) => p.key + (p.retired ? " (retired)" : ""));
     body.append(el("p", null, "Chat models: " + (models.join(", ") || "none")));
     if (models.length === 1 && models[0] === "offline/offline") {
       body.append(el("p", "meta", "Offline stand-in: arithmetic, dates and times only. Set OPENAI_BASE_URL, OPENAI_API_KEY and IRIIS_CHAT_MODEL (or IRIIS_PROVIDERS) and restart."));
     }
-    const ul = el("ul", "rows");
-    for (const s of (tools && tools.data) || []) {
-      const li = el("li", "row");
-      li.append(el("span", "row-main", `${s.name}: ${s.state}${s.tools != null ? `, ${s.tools} tools` : ""}${s.reason ? ` (${s.reason})` : ""}`));
-      ul.append(li);
-    }
-    body.append(el("h3", null, "Tool servers"), ul);
   };
 }
 
@@ -198,7 +300,7 @@ export function mount(root) {
   }
   const parts = [keysSection(root)];
   pinSection(root);
-  parts.push(pushSection(root), serverSection(root));
+  parts.push(pushSection(root), accountsSection(root), serverSection(root));
   root.append(out);
   return { refresh: () => Promise.all(parts.map((p) => p().catch(() => null))) };
 }

@@ -95,3 +95,30 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(cause, MCPError):
         return text or name
     return f"{name}: {text}" if text else name
+
+
+# -- what a structured result names ----------------------------------------------------------
+
+MAX_NAMED_SOURCES = 20
+
+
+def file_ids(structured: Any) -> list[int]:
+    """File handles a tool reported in its structured result (`file_id` or `files`)."""
+    if not isinstance(structured, dict):
+        return []
+    ids = [structured.get("file_id")] + list(structured.get("files") or [])
+    return list(dict.fromkeys(i for i in ids if isinstance(i, int) and not isinstance(i, bool)))
+
+
+def named_sources(structured: Any) -> list[str]:
+    """Sources a tool named in its structured result: a top-level `sources` list, or a `source`
+    on each item of a list result (`{"result": [{..., "source": "memory:12"}]}`). A name can
+    only add taint: the loop keeps the untrusted ones and, for a server that is not trusted,
+    only those of the kind its own provenance already has."""
+    if not isinstance(structured, dict):
+        return []
+    items = structured.get("result")
+    named = list(structured.get("sources") or [])
+    if isinstance(items, list):
+        named += [i.get("source") for i in items if isinstance(i, dict)]
+    return [s[:160] for s in named if isinstance(s, str) and s.strip()][:MAX_NAMED_SOURCES]

@@ -25,6 +25,7 @@ from actors.tools.mcp.outcomes import McpError
 logger = logging.getLogger(__name__)
 
 ServerState = Literal["on", "off", "down", "starting"]
+OWNER_OFF = "switched off by the owner"
 ConnectionFactory = Callable[[str, ServerConfig, Mapping[str, str]], McpConnection]
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -43,9 +44,23 @@ class CloudServer:
     conn: McpConnection | None = None
     task: asyncio.Task[None] | None = None
     first_attempt: asyncio.Event = field(default_factory=asyncio.Event)
+    # Off for want of an environment variable (never started), and the owner's switch.
+    unconfigured: bool = False
+    switched_off: bool = False
 
     def usable(self) -> bool:
         return self.state == "on" and self.conn is not None and self.conn.alive
+
+
+def cloud_server(name: str, config: ServerConfig, environ: Mapping[str, str]) -> CloudServer:
+    """The entry for one mcp.yaml server: "off" with the missing variables named when one it
+    requires is unset or blank."""
+    entry = CloudServer(name=name, config=config)
+    missing = [var for var in config.requires_env if not environ.get(var, "").strip()]
+    if missing:
+        entry.state, entry.unconfigured = "off", True
+        entry.reason = "missing environment variable" + ("s" if len(missing) > 1 else "") + ": " + ", ".join(missing)
+    return entry
 
 
 def _needs_purpose(schema: dict[str, Any]) -> bool:
@@ -97,6 +112,45 @@ class Supervisor:
         entry.state = state
         entry.reason = reason
         self._on_change()
+
+    async def switch(self, entry: CloudServer, enabled: bool, started: bool) -> None:
+        """The owner's switch: off stops the server (unusable at once, then its process ended);
+        on starts it again, or, before the catalogue has `started`, leaves that to its start.
+        One that is `unconfigured` stays off either way."""
+        was_off, entry.switched_off = entry.switched_off, not enabled
+        if entry.unconfigured:
+            self._on_change()
+        elif not enabled:
+            await self.stop(entry, OWNER_OFF)
+        elif was_off and started:
+            self.launch(entry)
+        elif was_off:
+            self.set_state(entry, "starting", "")
+
+    def launch(self, entry: CloudServer) -> None:
+        """Start `entry`'s supervisor task (its first attempt with a fresh `first_attempt`),
+        unless one is running already."""
+        if entry.task is not None and not entry.task.done():
+            return
+        entry.first_attempt = asyncio.Event()
+        self.set_state(entry, "starting", "")
+        entry.task = asyncio.create_task(self.supervise(entry), name=f"mcp-supervisor:{entry.name}")
+
+    async def stop(self, entry: CloudServer, reason: str) -> None:
+        """Switch `entry` off: unusable at once (state "off" with `reason`), then its supervisor
+        task ended and its process or connection closed."""
+        self.set_state(entry, "off", reason)
+        task, conn = entry.task, entry.conn
+        entry.task = None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])
+        if entry.conn is conn:
+            entry.conn = None
+        if conn is not None:
+            await conn.close()
+        if entry.state != "off":  # the task got a last word in while it was being cancelled
+            self.set_state(entry, "off", reason)
 
     async def supervise(self, entry: CloudServer) -> None:
         try:
