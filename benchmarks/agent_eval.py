@@ -8,6 +8,13 @@ that notebooks/evaluation.ipynb reads.
     .venv/bin/python benchmarks/agent_eval.py --scenarios mine.yaml --only reminders,welcome
     .venv/bin/python benchmarks/agent_eval.py --provider env        # OPENAI_* from the environment
     .venv/bin/python benchmarks/agent_eval.py --url http://127.0.0.1:8000 --key KEY   # a running server
+    .venv/bin/python benchmarks/agent_eval.py --scenarios benchmarks/scenarios/accounts.yaml   # mail, calendar
+
+Scenarios on the owner's mail and calendar (category mail or calendar, `accounts: true`, or a
+mail or event check) run against test accounts this script starts (Dovecot with an SMTP server,
+Radicale: benchmarks/evalkit/accounts.py), given to the server it starts with the shipped
+mcp.yaml's `mail` and `calendar` entries, in the seed's time zone (Europe/Paris); each such
+scenario starts from the seeded mailbox and calendar again.
 
 The scenario format is benchmarks/SCENARIOS.md. Nothing here knows a scenario's wording: each
 check reads a reminder, a memory item, a file, the audit or the reply, as the scenario says.
@@ -22,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +39,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.evalkit.accounts import EvalAccounts  # noqa: E402
 from benchmarks.evalkit.runner import Runner  # noqa: E402
 from benchmarks.evalkit.scenario import Scenario, load  # noqa: E402
 from benchmarks.evalkit.summary import summarize  # noqa: E402
@@ -60,6 +70,19 @@ def _env(memory: bool, provider: str, model: str | None, home: Path) -> dict[str
     return env
 
 
+@contextmanager
+def _accounts(scenarios: list[Scenario]) -> Iterator[EvalAccounts | None]:
+    """The owner's test mail and calendar, started when any of `scenarios` needs them."""
+    if not any(s.needs_accounts for s in scenarios):
+        yield None
+        return
+    accounts = EvalAccounts()
+    try:
+        yield accounts.start()
+    finally:
+        accounts.close()
+
+
 def _local_ready(client: httpx.Client, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     row: dict[str, Any] = {}
@@ -87,20 +110,23 @@ def run_mode(scenarios: list[Scenario], memory: bool, args: argparse.Namespace, 
 
     picked = [s for s in scenarios if s.memory in ("any", "on" if memory else "off")]
     records: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="agent-eval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agent-eval-") as tmp, _accounts(picked) as accounts:
         home = Path(tmp)
         server = None
         if args.url:
             url, key = args.url, args.key
         else:
-            server = ServerProcess(home / "home", _env(memory, args.provider, args.model, home)).start()
+            env = {**_env(memory, args.provider, args.model, home), **(accounts.env() if accounts else {})}
+            server = ServerProcess(home / "home", env).start()
             url, key = server.url, KEY
             subprocess.run([str(IRIIS), "pin", "set", "--stdin"], input=f"{PIN}\n", env=server.env, check=True,
                            capture_output=True, text=True, timeout=60)
         client = httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {key}"})
         try:
-            # The owner's time zone, as the server's tools read it (UTC unless IRIIS_TIMEZONE says).
-            runner = Runner(client, memory=memory, pin=PIN, tz=os.environ.get("IRIIS_TIMEZONE") or "UTC")
+            # The owner's time zone, as the server's tools read it (UTC unless IRIIS_TIMEZONE says;
+            # the test accounts' seed zone when they are on).
+            tz = accounts.zone if accounts else os.environ.get("IRIIS_TIMEZONE") or "UTC"
+            runner = Runner(client, memory=memory, pin=PIN, tz=tz, accounts=accounts)
             first = _first_message(runner) if server is not None else None
             ready = _local_ready(client, args.ready_timeout)
             for n, scenario in enumerate(picked, 1):
@@ -140,6 +166,9 @@ def main() -> None:
     if args.only:
         wanted = {w.strip() for w in args.only.split(",") if w.strip()}
         scenarios = [s for s in scenarios if s.id in wanted or s.category in wanted or wanted & set(s.tags)]
+    if args.url and any(s.needs_accounts for s in scenarios):
+        parser.error("the mail and calendar scenarios need the test accounts, which only a server this script "
+                     "starts is given: leave out --url, or pick other scenarios with --only")
     RESULTS.mkdir(exist_ok=True)
     path = Path(args.results) if args.results else RESULTS / f"agent_eval-{args.run_id}.jsonl"
     began = time.monotonic()

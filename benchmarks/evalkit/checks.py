@@ -11,9 +11,11 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from benchmarks.evalkit.scenario import Expect, MemoryWanted, Phrases, TaskWanted, ToolWanted, span_seconds
+from benchmarks.evalkit.account_checks import AccountsSeen, check_accounts
+from benchmarks.evalkit.matching import any_of, has, when_matches
+from benchmarks.evalkit.scenario import (ACCOUNT_KINDS, Expect, MemoryWanted, Phrases, TaskWanted, ToolWanted,
+                                        span_seconds)
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 ACTING_TIERS = ("auto", "confirm", "pin")
 
 
@@ -45,6 +47,7 @@ class Seen:
     files: list[dict[str, Any]] = field(default_factory=list)    # {id, name, mime}
     audit: list[dict[str, Any]] = field(default_factory=list)    # the scenario's audit entries
     tz: str = "UTC"
+    accounts: AccountsSeen | None = None   # the owner's test mail and calendar, when the run has them
 
 
 @dataclass
@@ -91,26 +94,30 @@ def expand(phrase: str, sent_at: float, tz: str) -> str:
     return "re:" + "".join([*parts, re.escape(phrase[at:])])
 
 
-def _has(text: str, phrase: str) -> bool:
-    if phrase.startswith("re:"):
-        return re.search(phrase[3:], text, re.I | re.S) is not None
-    return phrase.lower() in text.lower()
+_SAY_PLACEHOLDER = re.compile(r"\{(weekday|date)([+-]\d+)?\}")
 
 
-def _any_of(text: str, wanted: str | list[str]) -> bool:
-    options = [wanted] if isinstance(wanted, str) else wanted
-    return any(_has(text, w) for w in options) if options and any(options) else True
+def fill(say: str, sent_at: float, tz: str) -> str:
+    """A message's placeholders, as a person writes them on the day it is sent (the owner's
+    time zone): {weekday} (or {weekday+2}): "Thursday"; {date} (or {date+3}): "December 10"."""
+    today = datetime.fromtimestamp(sent_at, ZoneInfo(tz)).date()
+
+    def one(found: re.Match[str]) -> str:
+        day = today + timedelta(days=int(found.group(2) or 0))
+        return day.strftime("%A") if found.group(1) == "weekday" else f"{day:%B} {day.day}"
+
+    return _SAY_PLACEHOLDER.sub(one, say)
 
 
 def check_reply(p: Phrases, reply: str, sent_at: float = 0.0, tz: str = "UTC") -> tuple[bool, str]:
     short = reply[:200]
     p = Phrases(**{k: [expand(x, sent_at, tz) for x in v] for k, v in p.model_dump().items()})
-    if p.any and not any(_has(reply, x) for x in p.any):
+    if p.any and not any(has(reply, x) for x in p.any):
         return False, f"the reply has none of {p.any}: {short!r}"
-    missing = [x for x in p.all if not _has(reply, x)]
+    missing = [x for x in p.all if not has(reply, x)]
     if missing:
         return False, f"the reply lacks {missing}: {short!r}"
-    present = [x for x in p.none if _has(reply, x)]
+    present = [x for x in p.none if has(reply, x)]
     if present:
         return False, f"the reply has {present}, which it should not: {short!r}"
     return True, "reply as expected"
@@ -121,30 +128,16 @@ def _arg_text(value: Any) -> str:
 
 
 def check_tool(t: ToolWanted, tools: list[dict[str, Any]]) -> tuple[bool, str]:
-    calls = [c for c in tools if c["name"] == t.name and (t.status == "any" or c.get("status") == "done")]
+    names = [t.name] if isinstance(t.name, str) else t.name
+    shown = names[0] if len(names) == 1 else " or ".join(names)
+    calls = [c for c in tools if c["name"] in names and (t.status == "any" or c.get("status") == "done")]
     if not calls:
-        return False, f"no {t.status} call of {t.name}; calls: {[(c['name'], c.get('status')) for c in tools]}"
+        return False, f"no {t.status} call of {shown}; calls: {[(c['name'], c.get('status')) for c in tools]}"
     for call in calls:
         args = call.get("arguments") or {}
         if all(k in args and re.search(rx, _arg_text(args[k]), re.I | re.S) for k, rx in t.args.items()):
-            return True, f"{t.name} called with matching arguments"
-    return False, f"{t.name} called, but no call's arguments match {t.args}: {[c.get('arguments') for c in calls]}"
-
-
-def _day_wanted(on: str, sent: datetime) -> date | str:
-    on = on.strip().lower()
-    if on == "today":
-        return sent.date()
-    if on == "tomorrow":
-        return sent.date() + timedelta(days=1)
-    if re.fullmatch(r"\+\d+d", on):
-        return sent.date() + timedelta(days=int(on[1:-1]))
-    if on in WEEKDAYS or on == "next":
-        return on
-    if re.fullmatch(r"\d{2}-\d{2}", on):
-        day = date(sent.year, int(on[:2]), int(on[3:]))
-        return day if day >= sent.date() else date(sent.year + 1, day.month, day.day)
-    return date.fromisoformat(on)
+            return True, f"{call['name']} called with matching arguments"
+    return False, f"{shown} called, but no call's arguments match {t.args}: {[c.get('arguments') for c in calls]}"
 
 
 def task_matches(t: TaskWanted, task: dict[str, Any], sent_at: float, tz: str) -> tuple[bool, str]:
@@ -154,7 +147,7 @@ def task_matches(t: TaskWanted, task: dict[str, Any], sent_at: float, tz: str) -
     if t.status is not None and task.get("status") != t.status:
         return False, f"it is {task.get('status')}, not {t.status}"
     words = f"{task.get('text', '')} {task.get('goal', '')}"
-    if not _any_of(words, t.text):
+    if not any_of(words, t.text):
         return False, f"its text {words.strip()[:80]!r} has none of {t.text!r}"
     due = task.get("next_run")
     if t.repeat is not None and not re.search(t.repeat, task.get("repeat") or "", re.I):
@@ -168,22 +161,7 @@ def task_matches(t: TaskWanted, task: dict[str, Any], sent_at: float, tz: str) -
     if t.at is not None or t.day is not None:
         if due is None:
             return False, "it has no due time"
-        zone = ZoneInfo(tz)
-        local, sent = datetime.fromtimestamp(due, zone), datetime.fromtimestamp(sent_at, zone)
-        if t.at is not None:
-            hour, minute = (int(x) for x in t.at.split(":"))
-            if (local.hour, local.minute) != (hour, minute):
-                return False, f"due at {local:%H:%M}, not {t.at}"
-        if t.day is not None:
-            day = _day_wanted(t.day, sent)
-            if day == "next":
-                if not 0 < due - sent_at <= 86400:
-                    return False, f"due {local:%Y-%m-%d %H:%M}, not the next such time"
-            elif isinstance(day, str):
-                if WEEKDAYS[local.weekday()] != day or not 0 <= (local.date() - sent.date()).days <= 7:
-                    return False, f"due {local:%A %Y-%m-%d}, not the coming {day}"
-            elif local.date() != day:
-                return False, f"due on {local.date()}, not {day}"
+        return when_matches(t.at, t.day, due, sent_at, tz, "due")
     return True, "as expected"
 
 
@@ -200,7 +178,7 @@ def check_task(t: TaskWanted, tasks: list[dict[str, Any]], sent_at: float, tz: s
 
 
 def check_memory(m: MemoryWanted, items: list[str], present: bool) -> tuple[bool, str]:
-    hits = [i for i in items if _any_of(i, m.contains)]
+    hits = [i for i in items if any_of(i, m.contains)]
     if present:
         return (True, f"memory holds {hits[0][:60]!r}") if hits else (
             False, f"no active memory item has {m.contains!r} (of {len(items)}: {[i[:40] for i in items[-5:]]})")
@@ -245,6 +223,8 @@ def check(expect: Expect, seen: Seen, step: StepSeen | None = None) -> Verdict:
         asked = sum(s.confirmations for s in steps)
         ok = (asked > 0) == expect.confirmation
         why = f"asked {asked} time(s)"
+    elif kind in ACCOUNT_KINDS:
+        ok, why = check_accounts(expect, seen.accounts, last.sent_at, seen.tz)
     else:
         ran = acted(seen.audit)
         ok = not ran if expect.no_action else bool(ran)

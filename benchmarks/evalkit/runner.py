@@ -6,7 +6,9 @@ Scenarios share one server, so each reads only what it made: tasks and calls new
 start, the files its own turns made, the audit of its own conversations. A scenario that reads
 memory (it spans conversations, is about memory, or checks it) starts from an empty memory once
 what earlier scenarios were still learning has landed, and with memory on, what a step taught
-is waited for before another conversation reads it and before the checks.
+is waited for before another conversation reads it and before the checks. A scenario on the
+owner's mail and calendar (`needs_accounts`) starts from an empty memory too, and from the test
+accounts put back to their seed; its mail and calendar checks read those accounts back.
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import httpx
 
-from benchmarks.evalkit.checks import Seen, StepSeen, Verdict, check
-from benchmarks.evalkit.scenario import Scenario, Step
+from benchmarks.evalkit.account_checks import AccountsSeen
+from benchmarks.evalkit.checks import Seen, StepSeen, Verdict, check, fill
+from benchmarks.evalkit.scenario import ACCOUNT_KINDS, Scenario, Step
 from tests.sse import iter_events  # the suite's own SSE reader (benchmarks/load.py reuses tests/ too)
 
-STATE_KINDS = ("task", "no_task", "memory", "no_memory", "file", "no_action")
+STATE_KINDS = ("task", "no_task", "memory", "no_memory", "file", "no_action", *ACCOUNT_KINDS)
 MEMORY_KINDS = ("memory", "no_memory")
 
 
@@ -35,13 +38,24 @@ def uses_memory(scenario: Scenario) -> bool:
     return scenario.multi_session or scenario.category == "memory" or bool(kinds & set(MEMORY_KINDS))
 
 
+class Accounts(Protocol):
+    """The owner's test mail and calendar (benchmarks/evalkit/accounts.py `EvalAccounts`)."""
+
+    def reset(self) -> None: ...
+
+    def read(self) -> AccountsSeen: ...
+
+
 class Runner:
     """Runs scenarios one after another against the server `client` talks to (its base URL
-    and owner key set). `memory`: whether this run has memory on (the server's setting)."""
+    and owner key set). `memory`: whether this run has memory on (the server's setting);
+    `accounts`: the test mail and calendar the server was started with, if any."""
 
     def __init__(self, client: httpx.Client, memory: bool = True, pin: str | None = None,
-                 turn_timeout: float = 300.0, learn_timeout: float = 240.0, tz: str = "UTC") -> None:
+                 turn_timeout: float = 300.0, learn_timeout: float = 240.0, tz: str = "UTC",
+                 accounts: Accounts | None = None) -> None:
         self.client = client
+        self.accounts = accounts
         self.memory = memory
         self.pin = pin
         self.turn_timeout = turn_timeout
@@ -62,7 +76,7 @@ class Runner:
             return max((int(r["id"]) for r in self._data(path, limit=1000)), default=0)
         return {"tasks": top("/v1/tasks"), "calls": top("/v1/calls")}
 
-    def _state(self, marks: dict[str, int], sessions: set[str], steps: list[StepSeen]) -> Seen:
+    def _state(self, marks: dict[str, int], sessions: set[str], steps: list[StepSeen], accounts: bool) -> Seen:
         tasks = [{"kind": t["kind"], "text": t["title"], "goal": t.get("goal", ""), "next_run": t.get("next_run"),
                   "repeat": t.get("repeat"), "status": t.get("status")}
                  for t in self._data("/v1/tasks", limit=1000) if int(t["id"]) > marks["tasks"]]
@@ -72,7 +86,9 @@ class Runner:
         memory = [m["text"] for m in self._data("/v1/memory", active="true", limit=2000)]
         files = [self._file(i) for s in steps for i in s.files]
         audit = [a for a in self._data("/v1/audit", limit=1000) if a.get("session_id") in sessions]
-        return Seen(steps=list(steps), tasks=tasks, memory=memory, files=files, audit=audit, tz=self.tz)
+        mine = self.accounts.read() if accounts and self.accounts is not None else None
+        return Seen(steps=list(steps), tasks=tasks, memory=memory, files=files, audit=audit, tz=self.tz,
+                    accounts=mine)
 
     def _file(self, file_id: int) -> dict[str, Any]:
         """A made file's name and type, from its download's headers (the body is not read)."""
@@ -141,8 +157,8 @@ class Runner:
             time.sleep(max(0.5, float(retry)))
 
     def send(self, step: Step, session_id: str | None, base: Path | None) -> StepSeen:
-        seen = StepSeen(say=step.say, conversation=step.conversation)
-        message = "\n".join([step.say, *self._upload(step, base)])
+        seen = StepSeen(say=fill(step.say, time.time(), self.tz), conversation=step.conversation)
+        message = "\n".join([seen.say, *self._upload(step, base)])
         body: dict[str, Any] = {"message": message}
         if session_id:
             body["session_id"] = session_id
@@ -185,13 +201,15 @@ class Runner:
     def run(self, scenario: Scenario) -> dict[str, Any]:
         """Run `scenario`; its record: every check's verdict, the steps as seen, timings."""
         began = time.monotonic()
-        about_memory = uses_memory(scenario)
-        if self.memory and about_memory:
+        about_memory, accounts = uses_memory(scenario), scenario.needs_accounts
+        if self.memory and (about_memory or accounts):
             # A clean slate: what earlier scenarios are still learning lands first, then goes.
             for session_id in self._earlier:
                 self.wait_settled(session_id)
             self._earlier.clear()
             self.clear_memory()
+        if accounts and self.accounts is not None:
+            self.accounts.reset()
         marks = self._marks()
         sessions: dict[str, str] = {}
         steps: list[StepSeen] = []
@@ -207,17 +225,17 @@ class Runner:
                     following is None or following.conversation != step.conversation):
                 self.wait_settled(seen.session_id)
             if step.expect:
-                state = self._state(marks, set(sessions.values()), steps) if any(
+                state = self._state(marks, set(sessions.values()), steps, accounts) if any(
                     e.kind in STATE_KINDS for e in step.expect) else Seen(steps=list(steps), tz=self.tz)
                 verdicts += [(f"step {n + 1}", check(e, state, seen)) for e in step.expect]
         self._earlier |= set(sessions.values())
         expected = scenario.expect if self.memory or scenario.expect_without_memory is None \
             else scenario.expect_without_memory
         if expected:
-            state = self._state(marks, set(sessions.values()), steps)
+            state = self._state(marks, set(sessions.values()), steps, accounts)
             verdicts += [("end", check(e, state)) for e in expected]
         return {
-            "id": scenario.id, "category": scenario.category, "tags": scenario.tags,
+            "id": scenario.id, "category": scenario.category, "tags": scenario.tags, "accounts": accounts,
             "multi_session": scenario.multi_session, "memory": self.memory,
             "ok": bool(verdicts) and all(v.ok for _, v in verdicts),
             "checks": [{"at": at, "kind": v.kind, "ok": v.ok, "why": v.why} for at, v in verdicts],

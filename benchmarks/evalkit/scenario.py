@@ -29,6 +29,13 @@ def span_seconds(text: str | float | int) -> float:
     return float(found.group(1)) * _SPAN_SECONDS[found.group(2)]
 
 
+def clock_text(value: str | None) -> str | None:
+    """A local time of day like 09:00 (or None); ValueError otherwise."""
+    if value is not None and not re.fullmatch(r"\d{1,2}:\d{2}", value):
+        raise ValueError("at: a local time of day like 09:00")
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -42,10 +49,11 @@ class Phrases(_Strict):
 
 
 class ToolWanted(_Strict):
-    """A tool call in the scenario (or its step) by `name`, whose arguments match: each key's
-    value (JSON text for lists and objects) matches the regular expression, case-insensitively."""
+    """A tool call in the scenario (or its step) by `name` (a list: any of them), whose
+    arguments match: each key's value (JSON text for lists and objects) matches the regular
+    expression, case-insensitively."""
 
-    name: str
+    name: str | list[str]
     args: dict[str, str] = Field(default_factory=dict)
     status: Literal["done", "any"] = "done"
 
@@ -77,15 +85,42 @@ class TaskWanted(_Strict):
     @field_validator("at")
     @classmethod
     def _clock(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,2}:\d{2}", value):
-            raise ValueError("at: a local time of day like 09:00")
-        return value
+        return clock_text(value)
 
 
 class MemoryWanted(_Strict):
     """An active memory item whose text contains `contains` (each of a list: any)."""
 
     contains: str | list[str]
+
+
+class MailWanted(_Strict):
+    """A message in the owner's mailbox after the turn, read back over IMAP: in `folder`
+    (case-insensitive), its To containing `to`, its From `sender`, its Subject `subject`, its
+    text one of `contains` (each case-insensitive; `re:` starts a regular expression)."""
+
+    folder: str = "INBOX"
+    to: str = ""
+    sender: str = ""
+    subject: str = ""
+    contains: str | list[str] = ""
+
+
+class EventWanted(_Strict):
+    """An event in the owner's calendar after the turn, read back over CalDAV: its title
+    containing `title` (a list: any), starting at the local time `at` ("09:00") on `day` (as
+    for a task: "today", "tomorrow", "+3d", a weekday for the coming one, a date), lasting
+    `minutes`."""
+
+    title: str | list[str] = ""
+    day: str | None = None   # not `on`: YAML 1.1 reads a bare `on` key as true
+    at: str | None = None
+    minutes: int | None = None
+
+    @field_validator("at")
+    @classmethod
+    def _clock(cls, value: str | None) -> str | None:
+        return clock_text(value)
 
 
 class FileWanted(_Strict):
@@ -107,6 +142,11 @@ class Expect(_Strict):
     file: FileWanted | None = None
     confirmation: bool | None = None        # the person was (true) or was not (false) asked
     no_action: bool | None = None           # no tool of tier auto or above acted
+    mail: MailWanted | None = None          # such a message is in the owner's mailbox
+    no_mail: MailWanted | None = None       # no such message is there
+    no_mail_sent: bool | None = None        # the SMTP server received nothing
+    event: EventWanted | None = None        # such an event is in the owner's calendar
+    no_event: EventWanted | None = None     # no such event is there
 
     @model_validator(mode="after")
     def _one(self) -> Expect:
@@ -144,6 +184,8 @@ class Step(_Strict):
 
 
 Memory = Literal["any", "on", "off"]
+ACCOUNT_CATEGORIES = ("mail", "calendar")
+ACCOUNT_KINDS = ("mail", "no_mail", "no_mail_sent", "event", "no_event")
 
 
 class Scenario(_Strict):
@@ -159,6 +201,8 @@ class Scenario(_Strict):
     # without memory ("I don't know" where memory would have answered).
     expect_without_memory: list[Expect] | None = None
     note: str = ""
+    # Run against freshly seeded test mail and calendar accounts (benchmarks/evalkit/accounts.py).
+    accounts: bool = False
     _base: Path | None = PrivateAttr(default=None)
 
     @property
@@ -167,6 +211,13 @@ class Scenario(_Strict):
 
     def base_dir(self) -> Path | None:
         return self._base
+
+    @property
+    def needs_accounts(self) -> bool:
+        """Whether it runs against the owner's test mail and calendar accounts: it says so, its
+        category is mail or calendar, or it checks the mailbox or the calendar."""
+        kinds = {e.kind for e in [*self.expect, *(x for s in self.steps for x in s.expect)]}
+        return self.accounts or self.category in ACCOUNT_CATEGORIES or bool(kinds & set(ACCOUNT_KINDS))
 
 
 _LIST = TypeAdapter(list[Scenario])

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from urllib.parse import urljoin
 
 import icalendar
-import niquests
 from caldav import Calendar, DAVClient
+from caldav.lib.http_sync import requests as http  # caldav's HTTP library: requests here (see the Makefile)
 from caldav.calendarobjectresource import CalendarObjectResource
 from caldav.elements import dav
 from caldav.elements.base import BaseElement
@@ -72,7 +72,7 @@ def event_key(text: str) -> str:
 def _reason(exc: BaseException, timeout: float) -> str:
     """Why the server could not be reached, in a few words (no URL with credentials, no traceback)."""
     text = str(exc).lower()
-    if isinstance(exc, (niquests.exceptions.Timeout, TimeoutError)) or "timed out" in text:
+    if isinstance(exc, (http.exceptions.Timeout, TimeoutError)) or "timed out" in text:
         return f"no answer within {timeout:g} s"
     if "refused" in text:
         return "the connection was refused (is the server running?)"
@@ -127,7 +127,7 @@ class CalendarClient:
             self._forget()
             raise CalendarError(f"the calendar server refused the login for {self.settings.user}: check "
                                 "IRIIS_CALDAV_USER and IRIIS_CALDAV_PASSWORD") from None
-        except (niquests.exceptions.RequestException, OSError) as exc:
+        except (http.exceptions.RequestException, OSError) as exc:
             self._forget()
             raise CalendarError(f"could not reach the calendar server at {where}: "
                                 f"{_reason(exc, self.settings.timeout)}") from None
