@@ -146,6 +146,24 @@ def test_other_tools_are_offered_when_named_not_for_a_shared_common_word() -> No
     assert not cues.named(pdf, "What else did he write?")
 
 
+@pytest.mark.parametrize(("message", "expected"), [
+    ("What did Ana write about the trip?", {"list_mail", "read_mail"}),
+    ("Any unread mail?", {"list_mail", "read_mail", "draft_mail", "send_mail"}),
+    ("Draft a reply saying yes", {"draft_mail"}),
+    ("What's on my calendar tomorrow?", {"agenda", "create_event"}),
+    ("Am I free tomorrow afternoon?", {"free_time"}),
+    ("Book lunch with Bob tomorrow at 1pm", {"create_event"}),
+    ("What's Zoé's phone number?", {"find_contact"}),
+    # Asking for writing is not asking the mailbox.
+    ("Write a short poem about rain", set()),
+    ("Remind me in 10 minutes to stretch", set()),
+])
+def test_the_accounts_tools_are_offered_by_the_words_people_use_for_them(message: str, expected: set[str]) -> None:
+    names = ["list_mail", "read_mail", "draft_mail", "send_mail", "agenda", "free_time", "create_event",
+             "find_contact", "invite"]
+    assert {n for n in names if cues.named(tool(n, {}, []), message)} == expected
+
+
 def conversation(turns: int, memory: str = "## What you remember\n- [#1] The owner's sister is Ana.",
                  last: str = "") -> list[dict]:
     msgs = [{"role": "system", "content": system_prompt() + "\n\n" + memory}]

@@ -19,13 +19,14 @@ from typing import Any, TYPE_CHECKING
 import ray
 from pydantic import BaseModel
 
-from actors.common.names import NAMESPACE, SCHEDULER
+from actors.common.names import NAMESPACE, SCHEDULER, TOOL_HUB, find_actor_async
 from actors.logmask import install_log_masking
 from actors.notify.config import notify_config
 from actors.notify.notifier import Notifier
 from actors.notify.telegram import TelegramChannel
 from actors.recent_errors import report
 from actors.scheduler.autonomy import autonomy_loop, serve_forever
+from actors.scheduler.autonomy.accounts import AccountsGlance, glance_from_tools
 from actors.scheduler.calls_loop import CallsLoop
 from actors.scheduler.notify_loop import NotifyLoop, desktop_announcer
 from actors.scheduler.runner import TaskRunner
@@ -40,6 +41,19 @@ if TYPE_CHECKING:
     from ray.serve.handle import DeploymentHandle
 
 log = logging.getLogger(__name__)
+
+
+async def hub_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """One tool call through the tool hub ({"text"} or {"error"}), for the autonomy loop's glance
+    at the owner's accounts; a hub that is not there is an error like any other."""
+    hub = await find_actor_async(TOOL_HUB)
+    if hub is None:
+        return {"error": "the tool hub is not running"}
+    return await hub.call.remote(name, arguments, 30.0)
+
+
+async def glance_at_accounts() -> AccountsGlance:
+    return await glance_from_tools(hub_call)
 
 
 class SchedulerConfig(BaseModel):
@@ -68,7 +82,8 @@ class Scheduler:
         settings = load_settings()
         self.autonomy = autonomy_loop(self.store, lambda messages, purpose: agent.complete.remote(messages, purpose),
                                       zone=settings.iriis_timezone, rest_hours=settings.iriis_rest_hours,
-                                      tokens_per_day=settings.iriis_autonomy_tokens_per_day)
+                                      tokens_per_day=settings.iriis_autonomy_tokens_per_day,
+                                      accounts=glance_at_accounts)
         # Notifications and calls (spec section 11): the outbox drainer, the call watcher and
         # Telegram as a channel, all over one notifier (actors/notify).
         notify = notify_config(settings)

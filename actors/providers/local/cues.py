@@ -59,11 +59,35 @@ def cued(message: str, previous: str = "") -> set[str]:
     return found
 
 
+# The shipped accounts' tools (mcp.yaml's `mail` and `calendar`) by the words people ask for
+# them with: "what did Ana write", "am I free tomorrow", "Zoé's phone number" name no tool.
+# Only tools a turn was already routed are gated, so these never bring a server in.
+_ALIASES: dict[str, frozenset[str]] = {name: word_set(said) for name, said in {
+    "list_mail": "mail email inbox unread message",
+    "read_mail": "mail email attach attachment message",
+    "draft_mail": "draft reply",
+    "agenda": "calendar agenda diary meeting appointment event schedule",
+    "free_time": "free busy available",
+    "create_event": "book calendar diary appointment meeting lunch dinner event",
+    "move_event": "move reschedule postpone appointment meeting",
+    "cancel_event": "cancel appointment meeting",
+    "find_contact": "email address phone number contact",
+}.items()}
+# "What did Ana write?", "has Bob replied?": someone's words, asked of the mailbox ("write a
+# poem" alone is not).
+_ASKED_OF_MAIL = re.compile(r"\b(?:did|has|have)\s+\S+\s+(?:write|written|send|sent|say|said|reply|replied|"
+                            r"mail|mailed|email|emailed|answer|answered)\b", re.IGNORECASE)
+_MAIL_READERS = ("list_mail", "read_mail")
+
+
 def named(tool: dict[str, Any], message: str) -> bool:
-    """Whether `message` names a non-core tool or shares two content words with its description."""
+    """Whether `message` names a non-core tool (or says what it is known by, `_ALIASES`) or
+    shares two content words with its description."""
     said = word_set(message)
     parts = {w for w in word_set(_name(tool).replace("_", " ")) if w not in _GENERIC}
-    if said & parts:
+    if said & (parts | _ALIASES.get(_name(tool), frozenset())):
+        return True
+    if _name(tool) in _MAIL_READERS and _ASKED_OF_MAIL.search(message):
         return True
     return len((said - _PLAIN) & word_set(str((tool.get("function") or {}).get("description", "")))) >= 2
 

@@ -34,6 +34,7 @@ from actors.memory import jobs
 from actors.memory.apply import apply_ops
 from actors.memory.model import Mood
 from actors.memory.reflection import DeactivateOp, SetMoodOp
+from actors.scheduler.autonomy.accounts import Glance
 from actors.scheduler.autonomy.actions import ActionSink, PlaceCall, StoreActions, carry_out
 from actors.scheduler.autonomy.clock import MIN_CHECK_MINUTES, RestHours, clamp_minutes, local_day, next_midnight
 from actors.scheduler.autonomy.decision import (
@@ -265,9 +266,10 @@ class AutonomyLoop:
 
 def autonomy_loop(store: Store, complete: Complete, *, zone: str = "UTC", rest_hours: str = "23-7",
                   tokens_per_day: int = 50_000, place_call: PlaceCall | None = None,
-                  clock: Callable[[], float] = time.time) -> AutonomyLoop:
+                  clock: Callable[[], float] = time.time, accounts: Glance | None = None) -> AutonomyLoop:
     """The loop on the store: situation, outbox and tasks, kv state, memory's nightly jobs.
-    `complete` is the learning router's (actors/memory/jobs.Complete)."""
+    `complete` is the learning router's (actors/memory/jobs.Complete); `accounts` glances at
+    the owner's mail and calendar (counts and times only)."""
     async def consolidate(now: float) -> str:
         report = await jobs.consolidate(store, complete, now)
         return (f"consolidation: {len(report.applied.inserted)} added, {len(report.applied.deactivated)} retired; "
@@ -278,7 +280,7 @@ def autonomy_loop(store: Store, complete: Complete, *, zone: str = "UTC", rest_h
 
     config = AutonomyConfig(zone=ZoneInfo(zone or "UTC"), rest=RestHours.parse(rest_hours),
                             tokens_per_day=tokens_per_day)
-    return AutonomyLoop(complete, StoreSituation(store), StoreActions(store, place_call), KvState(store),
+    return AutonomyLoop(complete, StoreSituation(store, accounts), StoreActions(store, place_call), KvState(store),
                         config, consolidate=consolidate, apply_memory=apply_memory, clock=clock)
 
 

@@ -7,6 +7,7 @@ bring, such as `tasks` and `calls`, are read when they exist and skipped when th
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import json
@@ -22,6 +23,7 @@ from actors.memory.model import MOOD_KV, PERSONA_KV, Mood, Persona
 from actors.memory.prompt import current_mood, render_memory_block
 from actors.memory.repository import list_items
 from actors.memory.select import select
+from actors.scheduler.autonomy.accounts import AccountsGlance, Glance
 from actors.scheduler.autonomy.clock import local, local_day
 from actors.store import schema
 from actors.store.models import HEALTH_CHANNEL
@@ -34,6 +36,7 @@ ANSWERED_WITHIN = 2 * 3600.0
 LAST_MESSAGES = 12
 LINE_CAP = 300
 MEMORY_CAP = 4000
+GLANCE_SECONDS = 30.0
 
 
 class ChatLine(BaseModel):
@@ -86,6 +89,8 @@ class Situation(BaseModel):
     events: list[Event] = Field(default_factory=list)
     feedback: list[ReachOut] = Field(default_factory=list)
     messages: list[ChatLine] = Field(default_factory=list)
+    # Counts and times only (actors/scheduler/autonomy/accounts.py): nothing others wrote.
+    accounts: AccountsGlance = Field(default_factory=AccountsGlance)
 
     # -- what counts as "something changed" -----------------------------------------------
 
@@ -109,6 +114,8 @@ class Situation(BaseModel):
             "upcoming": [[u.kind, u.id, u.status, bool(u.at is not None and u.at <= soon)] for u in self.upcoming],
             "events": [[e.kind, e.id] for e in self.events],
             "answers": [r.answered_after is not None for r in self.feedback],
+            # New mail or a changed day is something happening.
+            "accounts": self.accounts.fingerprint(),
         }
         return {k: hashlib.sha256(json.dumps(v, sort_keys=True, default=str).encode()).hexdigest()[:12]
                 for k, v in parts.items()}
@@ -156,8 +163,9 @@ def feedback_line(feedback: Sequence[ReachOut], zone: ZoneInfo) -> str:
 
 
 def _counts(s: Situation) -> str:
+    accounts = s.accounts.line()
     return (f"owner messages {s.owner_messages_today}, your reach-outs {s.reach_outs_today}, "
-            f"background jobs you started {s.background_today}")
+            f"background jobs you started {s.background_today}" + (f"; {accounts}" if accounts else ""))
 
 
 def _upcoming_lines(s: Situation, zone: ZoneInfo) -> list[str]:
@@ -225,8 +233,9 @@ class StoreSituation:
     """Reads the situation from the store: messages, memory, and (when their tables exist)
     tasks and calls."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, accounts: Glance | None = None) -> None:
         self.store = store
+        self.accounts = accounts
 
     async def _owner_lines(self, since: float) -> tuple[list[ChatLine], list[float]]:
         c, m = schema.conversations, schema.messages
@@ -243,6 +252,16 @@ class StoreSituation:
         if owner:
             lines.append(ChatLine(id=owner[0][0], role="owner_last", text=_cut(owner[0][2] or "", 400), at=owner[0][3]))
         return lines, list(times)
+
+    async def _glance(self) -> AccountsGlance:
+        """The accounts' counts, or nothing when none is connected or they do not answer in time."""
+        if self.accounts is None:
+            return AccountsGlance()
+        try:
+            return await asyncio.wait_for(self.accounts(), GLANCE_SECONDS)
+        except Exception:  # an optional input of the loop: it decides without it
+            log.exception("autonomy: the accounts' glance failed")
+            return AccountsGlance()
 
     async def _optional(self, sql: str, **params: Any) -> list[Any]:
         """Rows of a query on a table another issue brings; [] while it does not exist."""
@@ -293,6 +312,7 @@ class StoreSituation:
         upcoming, events = await self._upcoming_and_events(now, max(since, now - 86400))
         feedback = answered([r for r in reach_outs if r.ts >= since], owner_times)
         return Situation(
+            accounts=await self._glance(),
             now=now, zone=zone.key,
             last_owner_message=ChatLine(**{**owner_last.model_dump(), "role": "user"}) if owner_last else None,
             owner_messages_today=sum(1 for t in owner_times if t >= day_start),
