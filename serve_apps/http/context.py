@@ -41,6 +41,25 @@ class GatewayConfig(BaseModel):
     hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:8000", "localhost:8000"])
 
 
+# How long a rename or delete waits for the conversation's actor to be gone (it is killed).
+RETIRE_WAIT = 10.0
+
+
+async def _gone(actor: Any, wait: float = RETIRE_WAIT) -> None:
+    """Until a killed actor answers no more: `ray.kill` only asks, and a call that reached the
+    actor before it died (a message right after a delete, on a busy machine) would be answered
+    by it, from the conversation it still holds."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            await asyncio.wait_for(actor.pid.remote(), 2.0)
+        except RayActorError:
+            return
+        except asyncio.TimeoutError:
+            continue
+        await asyncio.sleep(0.05)
+
+
 class GatewayContext:
     """One per Gateway replica, on `app.state.gateway`; reached through `deps.GatewayDep`."""
 
@@ -152,6 +171,7 @@ class GatewayContext:
                 return False
             await actor.flush.remote()
             ray.kill(actor, no_restart=True)
+            await _gone(actor)
         except RayActorError:
             pass
         return True
