@@ -30,8 +30,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 from imapclient import IMAPClient
 
-from tests.server_proc import count_start, free_port, terminate
-from tests.waiting import until
+from tests.server_proc import ChildServer, free_port
 
 DOVECOT = "/usr/sbin/dovecot"
 DOMAIN = "example.test"
@@ -51,8 +50,11 @@ def _accounts() -> tuple[str, str, str]:
     return me, me, me
 
 
-class Dovecot:
+class Dovecot(ChildServer):
     """A private Dovecot instance; `start`, `stop` and `start` again on the same port."""
+
+    kind = "dovecot"
+    log_name = "stdout.log"
 
     def __init__(self) -> None:
         # A short path of its own (sockets live under base_dir) that Dovecot's users can enter.
@@ -118,41 +120,15 @@ service imap-login {{
         entry.chmod(0o644)
         return address
 
-    def _greets(self) -> bool:
+    def ready(self) -> bool:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
                 return conn.recv(100).startswith(b"* OK")
         except OSError:
             return False
 
-    def _refuses(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
-        except OSError:
-            return True
-        return False
-
-    def start(self) -> "Dovecot":
-        count_start("dovecot")
-        with open(self.root / "stdout.log", "ab") as out:
-            self.proc = subprocess.Popen([DOVECOT, "-F", "-c", str(self.root / "dovecot.conf")], stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        until(self._greets, 30, lambda: f"dovecot did not answer on port {self.port}:\n{self.logs()}")
-        return self
-
-    def stop(self) -> None:
-        """SIGTERM, as a service manager would; its whole session is ended if it lingers."""
-        if self.proc is None:
-            return
-        terminate(self.proc)
-        self.proc = None
-        until(self._refuses, 15, lambda: f"port {self.port} still answers after dovecot stopped")
-
-    def close(self) -> None:
-        try:
-            self.stop()
-        finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+    def command(self) -> list[str]:
+        return [DOVECOT, "-F", "-c", str(self.root / "dovecot.conf")]
 
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace")[-3000:] for p in (self.root / "stdout.log",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -12,6 +13,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Self
+
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parent.parent
 IRIIS = Path(sys.executable).parent / "iriis"
@@ -187,6 +191,56 @@ def terminate(proc: subprocess.Popen[bytes]) -> None:
     end_session(proc.pid)
     if proc.poll() is None:
         proc.wait(10)
+
+
+class ChildServer:
+    """A real server a test runs in a temporary folder of its own (Dovecot, Radicale): `start`
+    runs `command()` and waits until `ready()`, `stop` ends it (SIGTERM) and waits until its port
+    refuses, and `start` again reuses the port and the data; `close` also removes the folder.
+    Subclasses set `kind`, `root`, `port` and `log_name`, and say what ready means."""
+
+    kind = "server"
+    log_name = "server.log"
+    root: Path
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def refuses(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+        except OSError:
+            return True
+        return False
+
+    def logs(self) -> str:
+        log = self.root / self.log_name
+        return log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+    def start(self) -> Self:
+        count_start(self.kind)
+        with open(self.root / self.log_name, "ab") as out:
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        until(self.ready, 30, lambda: f"{self.kind} did not answer on port {self.port}:\n{self.logs()}")
+        return self
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        terminate(self.proc)
+        self.proc = None
+        until(self.refuses, 15, lambda: f"port {self.port} still answers after {self.kind} stopped")
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def scripted_env(home: Path, base_url: str, owner_key: str, mcp_yaml: str, **extra: str) -> dict[str, str]:
