@@ -223,6 +223,11 @@ def message(sender: str, to: str, subject: str, text: str | None = None, html: s
     msg["From"], msg["To"], msg["Subject"] = sender, to, subject
     msg["Date"] = "Sun, 06 Dec 2026 09:30:00 +0000"
     msg["Message-ID"] = message_id or make_msgid(domain=DOMAIN)
+    return with_body(msg, text, html)
+
+
+def with_body(msg: EmailMessage, text: str | None, html: str | None) -> EmailMessage:
+    """`msg` with a plain body, an HTML one, or both as alternatives."""
     if text is not None:
         msg.set_content(text)
     if html is not None:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Self
 
@@ -193,7 +194,7 @@ def terminate(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
-class ChildServer:
+class ChildServer(ABC):
     """A real server a test runs in a temporary folder of its own (Dovecot, Radicale): `start`
     runs `command()` and waits until `ready()`, `stop` ends it (SIGTERM) and waits until its port
     refuses, and `start` again reuses the port and the data; `close` also removes the folder.
@@ -205,11 +206,13 @@ class ChildServer:
     port: int
     proc: subprocess.Popen[bytes] | None = None
 
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The server's command line."""
 
+    @abstractmethod
     def ready(self) -> bool:
-        raise NotImplementedError
+        """Whether it answers as it should once started (its greeting, an HTTP answer)."""
 
     def refuses(self) -> bool:
         try:

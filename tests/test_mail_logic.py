@@ -17,6 +17,7 @@ from actors.tools.mail import messages
 from actors.tools.mail.messages import MessageError
 from actors.tools.mail.settings import MailConfigError, mail_settings, read_secrets_file
 from actors.tools.previews import send_preview
+from tests.mail_servers import with_body
 
 UTC = ZoneInfo("UTC")
 PARIS = ZoneInfo("Europe/Paris")
@@ -35,14 +36,7 @@ def _message(text: str | None = "Hello there.", html: str | None = None, **heade
     for name in ("References", "In-Reply-To"):
         if name.lower().replace("-", "_") in headers:
             msg[name] = headers[name.lower().replace("-", "_")]
-    if text is not None:
-        msg.set_content(text)
-    if html is not None:
-        if text is None:
-            msg.set_content(html, subtype="html")
-        else:
-            msg.add_alternative(html, subtype="html")
-    return messages.parse(msg.as_bytes(policy=policy.SMTP))
+    return messages.parse(with_body(msg, text, html).as_bytes(policy=policy.SMTP))
 
 
 # -- settings ----------------------------------------------------------------------------------

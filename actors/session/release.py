@@ -53,11 +53,11 @@ async def let_go(handle: ActorHandle) -> bool:
         return False
     if gone:
         ray.kill(handle, no_restart=True)   # now, rather than after the actor's own delay
-        await _until_gone(handle)
+        await until_gone(handle)
     return gone
 
 
-async def _until_gone(handle: ActorHandle) -> None:
+async def until_gone(handle: ActorHandle) -> None:
     """ray.kill returns before the process has gone; a call fails once it has (or EXIT_WAIT)."""
     deadline = time.monotonic() + EXIT_WAIT
     while time.monotonic() < deadline:

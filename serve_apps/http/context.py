@@ -21,6 +21,7 @@ from actors.camera.actor import CameraConfig
 from actors.devices.tokens import DEVICE_TOKEN_PREFIX
 from actors.session.actor import SessionConfig, live_sessions_async
 from actors.session.pool import registry
+from actors.session.release import until_gone
 from actors.store.store import Store
 from actors.memory.embed_actor import remote_encoder
 from serve_apps.http.auth import KEY_LAST_USED_KV, REFRESH_SECONDS, KeyRing, load_key_records, presented_key
@@ -39,25 +40,6 @@ class GatewayConfig(BaseModel):
     max_upload_bytes: int = 50 * 1024 * 1024
     # Host header values accepted at /mcp (DNS-rebinding guard).
     hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1:8000", "localhost:8000"])
-
-
-# How long a rename or delete waits for the conversation's actor to be gone (it is killed).
-RETIRE_WAIT = 10.0
-
-
-async def _gone(actor: Any, wait: float = RETIRE_WAIT) -> None:
-    """Until a killed actor answers no more: `ray.kill` only asks, and a call that reached the
-    actor before it died (a message right after a delete, on a busy machine) would be answered
-    by it, from the conversation it still holds."""
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            await asyncio.wait_for(actor.pid.remote(), 2.0)
-        except RayActorError:
-            return
-        except asyncio.TimeoutError:
-            continue
-        await asyncio.sleep(0.05)
 
 
 class GatewayContext:
@@ -171,7 +153,9 @@ class GatewayContext:
                 return False
             await actor.flush.remote()
             ray.kill(actor, no_restart=True)
-            await _gone(actor)
+            # ray.kill only asks: a message right after a delete would otherwise still reach
+            # the dying actor and be answered from the conversation it holds.
+            await until_gone(actor)
         except RayActorError:
             pass
         return True
